@@ -1,0 +1,1 @@
+"""The voice agent hosted on Bedrock AgentCore: model stream -> sentence chunker -> TTS -> caller events."""

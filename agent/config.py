@@ -1,0 +1,43 @@
+"""Agent configuration from environment variables, each with a documented default."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+DEFAULT_TTS_URL = "ws://127.0.0.1:8081/invocations-bidirectional-stream"
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful voice assistant. Your answers are spoken aloud, so answer in plain, "
+    "conversational sentences without markdown, lists or code."
+)
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    tts_url: str = DEFAULT_TTS_URL
+    """VOICE_AGENT_TTS_URL: the TTS container's bidirectional-stream WebSocket."""
+    bedrock_model_id: str | None = None
+    """BEDROCK_MODEL_ID: when set, answers come from this Bedrock model; otherwise from a replay."""
+    aws_region: str | None = None
+    """AWS_REGION: Bedrock's region; None lets boto3 resolve it."""
+    replay: str = "long"
+    """VOICE_AGENT_REPLAY: a packaged recording name (short, long, markdown, unfinished) or a path."""
+    replay_speed: float = 1.0
+    """VOICE_AGENT_REPLAY_SPEED: 2.0 replays a recording twice as fast as it was recorded."""
+    voice: str | None = None
+    """VOICE_AGENT_VOICE: the default voice; None uses the TTS server's default."""
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    """VOICE_AGENT_SYSTEM_PROMPT."""
+
+    @classmethod
+    def from_env(cls) -> AgentSettings:
+        env = os.environ
+        return cls(
+            tts_url=env.get("VOICE_AGENT_TTS_URL", DEFAULT_TTS_URL),
+            bedrock_model_id=env.get("BEDROCK_MODEL_ID") or None,
+            aws_region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
+            replay=env.get("VOICE_AGENT_REPLAY", "long"),
+            replay_speed=float(env.get("VOICE_AGENT_REPLAY_SPEED", "1.0")),
+            voice=env.get("VOICE_AGENT_VOICE") or None,
+            system_prompt=env.get("VOICE_AGENT_SYSTEM_PROMPT", DEFAULT_SYSTEM_PROMPT),
+        )

@@ -1,0 +1,209 @@
+"""One spoken answer: model stream -> sentence chunker -> TTS session -> caller events.
+
+Two stages run side by side so that speech starts while the model is still writing:
+
+- the *text stage* reads the Strands agent's stream, emits ``text`` events, and in incremental
+  mode sends each sentence to the TTS session the moment the chunker completes it (batch mode
+  sends the whole answer once the model has finished);
+- the *audio stage* reads the sentences' audio streams in order and emits ``audio`` events.
+
+Both feed one bounded queue of caller events. If the caller goes away (the generator is closed),
+both stages are cancelled and the TTS session is aborted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from strands import Agent
+from strands.models import Model
+
+import tts_protocol
+from agent import events
+from agent.chunker import SentenceChunker
+from agent.speech_text import to_speech
+from agent.tts_client import TTSError, TTSSession
+
+log = logging.getLogger(__name__)
+
+MODES = ("incremental", "batch")
+MAX_PROMPT_CHARS = 4_000
+"""Longest prompt accepted; a spoken question is far shorter."""
+MAX_QUEUED_EVENTS = 256
+"""Caller events buffered ahead of a slow caller before the stages wait for it."""
+MAX_PENDING_SENTENCES = 64
+"""Sentences sent to TTS whose audio has not been relayed yet."""
+
+
+class RequestError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class VoiceRequest:
+    prompt: str
+    mode: str = "incremental"
+    voice: str | None = None
+    speed: float = 1.0
+
+    @classmethod
+    def from_payload(cls, payload: Any) -> VoiceRequest:
+        """Validate an invocation payload; raises :class:`RequestError` with a clear message."""
+        if not isinstance(payload, dict):
+            raise RequestError("the payload must be a JSON object")
+        unknown = set(payload) - {"prompt", "mode", "voice", "speed"}
+        if unknown:
+            raise RequestError(f"unknown fields: {', '.join(sorted(unknown))}")
+        prompt = payload.get("prompt")
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise RequestError("prompt must be a non-empty string")
+        if len(prompt) > MAX_PROMPT_CHARS:
+            raise RequestError(f"prompt has {len(prompt)} characters; at most {MAX_PROMPT_CHARS}")
+        mode = payload.get("mode", "incremental")
+        if mode not in MODES:
+            raise RequestError(f"mode must be one of {', '.join(MODES)}")
+        voice = payload.get("voice")
+        if voice is not None and (not isinstance(voice, str) or not voice):
+            raise RequestError("voice must be a non-empty string")
+        speed = payload.get("speed", 1.0)
+        if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not (
+                tts_protocol.MIN_SPEED <= speed <= tts_protocol.MAX_SPEED):
+            raise RequestError(f"speed must be a number from {tts_protocol.MIN_SPEED} to {tts_protocol.MAX_SPEED}")
+        return cls(prompt=prompt, mode=mode, voice=voice, speed=float(speed))
+
+
+class _Clock:
+    """Milliseconds since the request arrived, and the first time each milestone was reached."""
+
+    def __init__(self) -> None:
+        self._started = time.perf_counter()
+        self.marks: dict[str, float] = {}
+
+    def now_ms(self) -> float:
+        return round((time.perf_counter() - self._started) * 1000, 1)
+
+    def mark(self, name: str) -> None:
+        self.marks.setdefault(name, self.now_ms())
+
+
+_DONE = object()
+
+
+class VoicePipeline:
+    """Answers one request at a time per call to :meth:`answer`; safe to share across requests."""
+
+    def __init__(self, model_factory: Callable[[], Model], tts_url: str, *, system_prompt: str,
+                 default_voice: str | None = None,
+                 session_factory: Callable[..., TTSSession] = TTSSession) -> None:
+        self._model_factory = model_factory
+        self._tts_url = tts_url
+        self._system_prompt = system_prompt
+        self._default_voice = default_voice
+        self._session_factory = session_factory
+
+    async def answer(self, request: VoiceRequest) -> AsyncIterator[dict[str, Any]]:
+        """Yield the caller events of one answer, numbered by ``seq``, ending with ``end`` or ``error``."""
+        seq = 0
+        async for event in self._events(request):
+            yield {**event, "seq": seq}
+            seq += 1
+
+    async def _events(self, request: VoiceRequest) -> AsyncIterator[dict[str, Any]]:
+        clock = _Clock()
+        output: asyncio.Queue[Any] = asyncio.Queue(MAX_QUEUED_EVENTS)
+        pending: asyncio.Queue[Any] = asyncio.Queue(MAX_PENDING_SENTENCES)
+        totals = {"sentences": 0, "audio_bytes": 0}
+        yield events.start(request.mode, tts_protocol.SAMPLE_RATE, tts_protocol.FORMAT_PCM16)
+        try:
+            tts = self._session_factory(self._tts_url, voice=request.voice or self._default_voice, speed=request.speed)
+            await tts.open()
+        except TTSError as exc:
+            yield events.error(events.TTS_FAILED, str(exc))
+            return
+
+        async def send(written: str) -> None:
+            index = totals["sentences"]
+            totals["sentences"] += 1
+            speech = to_speech(written)
+            clock.mark("first_sentence")
+            stream = await tts.synthesize(speech) if speech else None
+            await output.put(events.sentence(index, written, speech))
+            await pending.put((index, stream))
+
+        async def text_stage() -> None:
+            agent = Agent(model=self._model_factory(), system_prompt=self._system_prompt, callback_handler=None)
+            chunker = SentenceChunker()
+            answer: list[str] = []
+            async for item in agent.stream_async(request.prompt):
+                delta = item.get("data")
+                if not isinstance(delta, str) or not delta:
+                    continue
+                clock.mark("first_text")
+                answer.append(delta)
+                await output.put(events.text(delta))
+                if request.mode == "incremental":
+                    for sentence in chunker.feed(delta):
+                        await send(sentence)
+            clock.mark("model_done")
+            remaining = chunker.flush() if request.mode == "incremental" else ["".join(answer).strip()]
+            for sentence in remaining:
+                if sentence:
+                    await send(sentence)
+            await pending.put(_DONE)
+
+        async def audio_stage() -> None:
+            while (item := await pending.get()) is not _DONE:
+                index, stream = item
+                if stream is None:
+                    continue
+                async for chunk in stream:
+                    clock.mark("first_audio")
+                    totals["audio_bytes"] += len(chunk)
+                    await output.put(events.audio(index, chunk, stream.sample_rate))
+
+        async def run_stages() -> None:
+            try:
+                async with asyncio.TaskGroup() as group:
+                    group.create_task(text_stage())
+                    group.create_task(audio_stage())
+            except* TTSError as failure:
+                await output.put(events.error(events.TTS_FAILED, str(failure.exceptions[0])))
+            except* Exception as failure:
+                log.error("answer failed", exc_info=failure.exceptions[0])
+                await output.put(events.error(events.MODEL_FAILED, str(failure.exceptions[0])))
+            else:
+                await output.put(events.end(self._metrics(clock, totals)))
+            await output.put(_DONE)
+
+        runner = asyncio.create_task(run_stages(), name="voice-pipeline")
+        try:
+            while (event := await output.get()) is not _DONE:
+                yield event
+            await runner
+            await tts.close()
+        finally:
+            if not runner.done():
+                runner.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await runner
+            await tts.abort()
+
+    @staticmethod
+    def _metrics(clock: _Clock, totals: dict[str, int]) -> dict[str, Any]:
+        marks = clock.marks
+        return {
+            "time_to_first_text_ms": marks.get("first_text"),
+            "time_to_first_audio_ms": marks.get("first_audio"),
+            "first_sentence_ms": marks.get("first_sentence"),
+            "model_ms": marks.get("model_done"),
+            "total_ms": clock.now_ms(),
+            "sentences": totals["sentences"],
+            "audio_bytes": totals["audio_bytes"],
+            "audio_seconds": round(tts_protocol.pcm16_seconds(totals["audio_bytes"]), 3),
+        }

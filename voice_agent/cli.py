@@ -1,0 +1,174 @@
+"""``voice-agent``: serve the TTS container or the agent, ask a question, run the offline demo."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def _serve_tts(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    import tts_protocol
+    from tts_server.app import ServerSettings, create_app
+
+    settings = ServerSettings(voices_path=args.voices, default_voice=args.default_voice, threads=args.threads)
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="info",
+                ws_max_size=tts_protocol.MAX_MESSAGE_BYTES, access_log=False)
+    return 0
+
+
+def _serve_agent(args: argparse.Namespace) -> int:
+    from agent.config import AgentSettings
+    from agent.entrypoint import create_app
+
+    # The runtime logs through its own handler; without this every line would appear twice.
+    logging.getLogger("bedrock_agentcore").propagate = False
+    settings = AgentSettings.from_env()
+    overrides = {"tts_url": args.tts_url, "replay": args.replay, "replay_speed": args.replay_speed}
+    settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if v is not None})
+    create_app(settings).run(host=args.host, port=args.port)
+    return 0
+
+
+def _ask(args: argparse.Namespace) -> int:
+    from voice_agent.caller import CallerError, ask, write_wav
+
+    def show(event: dict[str, Any]) -> None:
+        if event["type"] == "text":
+            print(event["text"], end="", file=sys.stderr if args.json else sys.stdout, flush=True)
+
+    try:
+        answer = asyncio.run(ask(args.url, args.question, mode=args.mode, voice=args.voice, speed=args.speed,
+                                 timeout=args.timeout, on_event=show))
+    except (CallerError, OSError, TimeoutError) as exc:
+        print(f"\nerror: {exc}", file=sys.stderr)
+        return 1
+    if args.out:
+        write_wav(args.out, answer)
+    summary = answer.summary()
+    if args.json:
+        print(file=sys.stderr)
+        print(json.dumps(summary))
+    else:
+        print()
+        print(f"time to first text:  {summary['time_to_first_text_ms']} ms")
+        print(f"time to first audio: {summary['time_to_first_audio_ms']} ms")
+        print(f"total:               {summary['total_ms']} ms")
+        print(f"audio:               {summary['audio_seconds']:.2f} s in {summary['sentences']} sentence(s)"
+              + (f", written to {args.out}" if args.out else ""))
+    return 0
+
+
+def _prepare_model(args: argparse.Namespace) -> int:
+    from tts_server.model_files import ensure_model
+
+    print(f"model ready: {ensure_model(progress=print)}")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from agent.replay_model import load_recording
+    from voice_agent import servers
+    from voice_agent.caller import ask, write_wav
+
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    prompt = args.question or load_recording(args.replay).meta.get("prompt") or "Tell me about streaming speech."
+    print(f"starting the TTS server (logs: {out_dir / 'tts.log'}); the first start assembles the model...", flush=True)
+    with servers.running(servers.start_tts_server(log_path=str(out_dir / "tts.log"), progress=print)) as tts:
+        print(f"TTS server healthy on port {tts.port}; starting the agent (replaying '{args.replay}')", flush=True)
+        agent = servers.start_agent_server(tts.ws_url, replay=args.replay, log_path=str(out_dir / "agent.log"),
+                                           progress=print)
+        with servers.running(agent):
+            print(f"\nQ: {prompt}")
+            results = {}
+            for mode in ("incremental", "batch"):
+                print(f"\n[{mode}] A: ", end="", flush=True)
+                answer = asyncio.run(ask(agent.http_url, prompt, mode=mode, on_event=lambda event: print(
+                    event["text"], end="", flush=True) if event["type"] == "text" else None))
+                path = out_dir / f"answer-{mode}.wav"
+                write_wav(str(path), answer)
+                results[mode] = answer
+                print(f"\n[{mode}] first text {answer.time_to_first_text_ms:.0f} ms, first audio "
+                      f"{answer.time_to_first_audio_ms:.0f} ms, total {answer.total_ms:.0f} ms, "
+                      f"{answer.audio_seconds:.1f} s of audio in {len(answer.sentences)} chunk(s) -> {path}")
+    incremental, batch = results["incremental"], results["batch"]
+    ratio = batch.time_to_first_audio_ms / incremental.time_to_first_audio_ms
+    print(f"\ntime to first audio: incremental {incremental.time_to_first_audio_ms:.0f} ms, "
+          f"batch {batch.time_to_first_audio_ms:.0f} ms: {ratio:.1f}x sooner with incremental speech")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="voice-agent", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def add_server_options(command: argparse.ArgumentParser, port: int) -> None:
+        command.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+        command.add_argument("--port", type=int, default=port, help=f"port to listen on (default: {port})")
+
+    def add_tts_options(command: argparse.ArgumentParser) -> None:
+        command.add_argument("--voices", type=Path, help="a Kokoro voices file (.npz, e.g. voices-v1.0.bin); "
+                                                         "default: the packaged voices")
+        command.add_argument("--default-voice", default="jf_alpha", help="voice used when a request names none")
+        command.add_argument("--threads", type=int, help="ONNX Runtime threads (default: every core)")
+
+    serve_tts = commands.add_parser("serve-tts", help="run the Kokoro TTS server (the SageMaker container app)")
+    add_server_options(serve_tts, 8080)
+    add_tts_options(serve_tts)
+    serve_tts.set_defaults(handler=_serve_tts)
+
+    serve = commands.add_parser("serve", help="the container entry point SageMaker runs: the TTS server on "
+                                              "0.0.0.0:8080")
+    add_server_options(serve, 8080)
+    add_tts_options(serve)
+    serve.set_defaults(handler=_serve_tts, host="0.0.0.0")
+
+    serve_agent = commands.add_parser("serve-agent", help="run the agent (BedrockAgentCoreApp)")
+    add_server_options(serve_agent, 8080)
+    serve_agent.add_argument("--tts-url", help="the TTS server's WebSocket URL "
+                                               "(default: $VOICE_AGENT_TTS_URL or ws://127.0.0.1:8081/...)")
+    serve_agent.add_argument("--replay", help="recording to replay when no Bedrock model is configured: "
+                                              "short, long, markdown, unfinished, or a path")
+    serve_agent.add_argument("--replay-speed", type=float, help="replay this many times faster than recorded")
+    serve_agent.set_defaults(handler=_serve_agent)
+
+    ask = commands.add_parser("ask", help="ask the agent a question; stream the text, save the audio")
+    ask.add_argument("question")
+    ask.add_argument("--url", default="http://127.0.0.1:8080", help="the agent's base URL")
+    ask.add_argument("--mode", choices=("incremental", "batch"), default="incremental")
+    ask.add_argument("--voice", help="voice name (default: the server's)")
+    ask.add_argument("--speed", type=float, help="speaking rate, 0.5 to 2.0")
+    ask.add_argument("--out", help="write the answer's audio to this WAV file")
+    ask.add_argument("--json", action="store_true", help="print one JSON object with the timings at the end")
+    ask.add_argument("--timeout", type=float, default=300.0, help="seconds the whole answer may take")
+    ask.set_defaults(handler=_ask)
+
+    prepare = commands.add_parser("prepare-model", help="assemble and verify the Kokoro model in the cache")
+    prepare.set_defaults(handler=_prepare_model)
+
+    demo = commands.add_parser("demo", help="start both servers, ask once in each mode, compare first audio")
+    demo.add_argument("--question", help="the question to ask (default: the one the recording answers)")
+    demo.add_argument("--replay", default="long", help="the recording that answers (default: long)")
+    demo.add_argument("--out-dir", default="out", help="where the WAV files and server logs go (default: out)")
+    demo.set_defaults(handler=_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
