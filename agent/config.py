@@ -15,7 +15,16 @@ DEFAULT_SYSTEM_PROMPT = (
 @dataclass(frozen=True)
 class AgentSettings:
     tts_url: str = DEFAULT_TTS_URL
-    """VOICE_AGENT_TTS_URL: the TTS container's bidirectional-stream WebSocket."""
+    """VOICE_AGENT_TTS_URL: the TTS container's bidirectional-stream WebSocket, used when no
+    SageMaker endpoint is configured."""
+    sagemaker_endpoint: str | None = None
+    """SAGEMAKER_ENDPOINT_NAME: when set, the TTS session goes through this SageMaker endpoint."""
+    sagemaker_region: str | None = None
+    """SAGEMAKER_REGION: the endpoint's region; default AWS_REGION."""
+    sagemaker_endpoint_url: str | None = None
+    """SAGEMAKER_ENDPOINT_URL: overrides https://runtime.sagemaker.REGION.amazonaws.com:8443."""
+    sagemaker_ca_bundle: str | None = None
+    """SAGEMAKER_CA_BUNDLE: a private CA to trust for that URL (the local stand-in's)."""
     bedrock_model_id: str | None = None
     """BEDROCK_MODEL_ID: when set, answers come from this Bedrock model; otherwise from a replay."""
     aws_region: str | None = None
@@ -34,6 +43,10 @@ class AgentSettings:
         env = os.environ
         return cls(
             tts_url=env.get("VOICE_AGENT_TTS_URL", DEFAULT_TTS_URL),
+            sagemaker_endpoint=env.get("SAGEMAKER_ENDPOINT_NAME") or None,
+            sagemaker_region=env.get("SAGEMAKER_REGION") or None,
+            sagemaker_endpoint_url=env.get("SAGEMAKER_ENDPOINT_URL") or None,
+            sagemaker_ca_bundle=env.get("SAGEMAKER_CA_BUNDLE") or None,
             bedrock_model_id=env.get("BEDROCK_MODEL_ID") or None,
             aws_region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
             replay=env.get("VOICE_AGENT_REPLAY", "long"),

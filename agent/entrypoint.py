@@ -9,6 +9,7 @@ Configuration comes from the environment (``agent.config``). Run it with
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from bedrock_agentcore.runtime import BedrockAgentCoreApp
@@ -17,13 +18,27 @@ from agent import events
 from agent.config import AgentSettings
 from agent.models import build_model
 from agent.pipeline import RequestError, VoicePipeline, VoiceRequest
+from agent.tts_client import Connect
+
+
+def tts_target(settings: AgentSettings) -> str | Connect:
+    """The SageMaker endpoint when one is configured, else the container's WebSocket URL."""
+    if not settings.sagemaker_endpoint:
+        return settings.tts_url
+    from agent.sagemaker_transport import SageMakerConnector
+
+    region = settings.sagemaker_region or settings.aws_region
+    if not region:
+        raise ValueError("SAGEMAKER_ENDPOINT_NAME is set but no region is: set SAGEMAKER_REGION or AWS_REGION")
+    return SageMakerConnector(settings.sagemaker_endpoint, region, endpoint_uri=settings.sagemaker_endpoint_url,
+                              ca_file=Path(settings.sagemaker_ca_bundle) if settings.sagemaker_ca_bundle else None)
 
 
 def create_app(settings: AgentSettings | None = None) -> BedrockAgentCoreApp:
     settings = settings or AgentSettings.from_env()
     build_model(settings)  # fail at start-up, not on the first request, when the model is misconfigured
-    pipeline = VoicePipeline(lambda: build_model(settings), settings.tts_url, system_prompt=settings.system_prompt,
-                             default_voice=settings.voice)
+    pipeline = VoicePipeline(lambda: build_model(settings), tts_target(settings),
+                             system_prompt=settings.system_prompt, default_voice=settings.voice)
     app = BedrockAgentCoreApp()
 
     @app.entrypoint

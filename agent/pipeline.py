@@ -28,7 +28,7 @@ import tts_protocol
 from agent import events
 from agent.chunker import SentenceChunker
 from agent.speech_text import to_speech
-from agent.tts_client import TTSError, TTSSession
+from agent.tts_client import Connect, TTSError, TTSSession
 
 log = logging.getLogger(__name__)
 
@@ -98,11 +98,11 @@ _DONE = object()
 class VoicePipeline:
     """Answers one request at a time per call to :meth:`answer`; safe to share across requests."""
 
-    def __init__(self, model_factory: Callable[[], Model], tts_url: str, *, system_prompt: str,
+    def __init__(self, model_factory: Callable[[], Model], tts_target: str | Connect, *, system_prompt: str,
                  default_voice: str | None = None,
                  session_factory: Callable[..., TTSSession] = TTSSession) -> None:
         self._model_factory = model_factory
-        self._tts_url = tts_url
+        self._tts_target = tts_target
         self._system_prompt = system_prompt
         self._default_voice = default_voice
         self._session_factory = session_factory
@@ -121,7 +121,8 @@ class VoicePipeline:
         totals = {"sentences": 0, "audio_bytes": 0}
         yield events.start(request.mode, tts_protocol.SAMPLE_RATE, tts_protocol.FORMAT_PCM16)
         try:
-            tts = self._session_factory(self._tts_url, voice=request.voice or self._default_voice, speed=request.speed)
+            tts = self._session_factory(self._tts_target, voice=request.voice or self._default_voice,
+                                        speed=request.speed)
             await tts.open()
         except TTSError as exc:
             yield events.error(events.TTS_FAILED, str(exc))

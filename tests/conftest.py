@@ -39,3 +39,13 @@ def agent_server(tts_server: servers.Server, artifacts: Path) -> Iterator[Callab
     yield get
     for server in started.values():
         servers.stop(server)
+
+
+@pytest.fixture(scope="session")
+def sagemaker_stand_in(tts_server: servers.Server, artifacts: Path) -> Iterator[tuple[servers.Server, Path]]:
+    """The local SageMaker stand-in in front of the shared TTS server, and the CA to trust."""
+    tls_dir = artifacts / "sagemaker-tls"
+    server = servers.start_sagemaker_local(tts_server.ws_url, str(tls_dir),
+                                           log_path=str(artifacts / "sagemaker-local.log"))
+    with servers.running(server):
+        yield server, tls_dir / "ca.pem"

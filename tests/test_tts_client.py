@@ -7,6 +7,7 @@ from websockets.asyncio.server import serve
 
 from agent.tts_client import TTSConnectionError, TTSError, TTSSession, TTSTimeoutError
 from tests.audio import assert_speech_like
+from tests.streams import outcomes
 from voice_agent.servers import free_port
 
 
@@ -36,15 +37,9 @@ async def test_cancel_ends_every_pending_stream(tts_server):
     async with TTSSession(tts_server.ws_url) as tts:
         streams = [await tts.synthesize("A sentence that takes the model a moment to speak.") for _ in range(3)]
         await tts.cancel()
-        outcomes = []
-        for stream in streams:
-            try:
-                [chunk async for chunk in stream]
-                outcomes.append("complete")
-            except TTSError as exc:
-                outcomes.append(exc.code)
-    assert outcomes[1:] == ["cancelled", "cancelled"]
-    assert outcomes[0] in ("complete", "cancelled")
+        codes = await outcomes(streams)
+    assert codes[1:] == ["cancelled", "cancelled"]
+    assert codes[0] in ("complete", "cancelled")
 
 
 async def test_connecting_to_nothing_fails_fast_with_a_clear_error():

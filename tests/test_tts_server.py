@@ -173,3 +173,27 @@ async def test_text_with_nothing_to_speak_gets_an_error(tts_server):
         result = (await collect(ws, ["empty"]))["empty"]
     assert result["messages"][-1].code == protocol.EMPTY_TEXT
     assert not result["audio"]
+
+
+async def test_an_oversize_message_gets_an_error_and_the_session_keeps_working(tts_server):
+    async with connect(tts_server.ws_url, max_size=None) as ws:
+        await ws.send(json.dumps({"request_id": "big", "text": "word " * 20_000}).encode())
+        error = protocol.parse_server_message(await ws.recv())
+        assert isinstance(error, protocol.Error) and error.code == protocol.MESSAGE_TOO_LARGE
+        await ws.send(synthesize("after-big", "Fine again."))
+        result = (await collect(ws, ["after-big"]))["after-big"]
+    assert isinstance(result["messages"][-1], protocol.SynthesisComplete)
+
+
+async def test_a_frame_beyond_the_frame_limit_closes_only_that_connection(tts_server):
+    from tts_server.app import MAX_FRAME_BYTES
+
+    async with connect(tts_server.ws_url) as ws:
+        await ws.send(b"x" * (MAX_FRAME_BYTES + 1))
+        await ws.wait_closed()
+    assert ws.close_code == 1009  # "message too big"
+    async with connect(tts_server.ws_url) as ws:
+        await ws.send(synthesize("next-session", "Still serving."))
+        result = (await collect(ws, ["next-session"]))["next-session"]
+    assert isinstance(result["messages"][-1], protocol.SynthesisComplete)
+

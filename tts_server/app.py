@@ -33,6 +33,11 @@ T = TypeVar("T")
 
 BIDI_PATH = "/invocations-bidirectional-stream"
 
+MAX_FRAME_BYTES = 1024 * 1024
+"""Largest WebSocket frame the server reads (the uvicorn ``ws_max_size``). A frame above it closes
+the connection with code 1009 before it is buffered; a frame between ``MAX_MESSAGE_BYTES`` and this
+gets a ``message_too_large`` error and the session goes on."""
+
 
 @dataclass(frozen=True)
 class ServerSettings:
@@ -47,6 +52,12 @@ class ServerSettings:
     frame_samples: int = 4_800
     """Samples per binary audio frame (200 ms, 9.6 KB). Smaller frames let ``cancel`` cut audio
     sooner; larger ones cost fewer messages."""
+    max_buffered_frames: int = 256
+    """Frames (and messages) synthesized ahead of what the client has taken: ~51 s of audio and
+    2.5 MB per session at most. When the client reads slower, synthesis for it waits."""
+    idle_timeout: float = 300.0
+    """Seconds a session may go without a client message while nothing is pending; then it is
+    closed (code 1000, reason "idle timeout") so abandoned sessions do not hold resources."""
 
 
 class TTSService:
@@ -87,13 +98,27 @@ class TTSService:
 _CLOSE = object()
 
 
-class SynthesisSession:
-    """One client's WebSocket session: a receive loop and a worker that answers requests in order.
+class _Job:
+    """One synthesize request (or a refusal to answer in its turn) on its way through a session."""
 
-    Every synthesize request gets exactly one terminal message, ``synthesis_complete`` or
-    ``error``, in the order the requests arrived; a refused request (bad speed, unknown voice) is
-    answered in its turn too. Two errors are sent at once instead: ``queue_full``, and an error
-    for a message that names no request. After any error the session keeps going.
+    def __init__(self, request: protocol.Synthesize | protocol.ProtocolError) -> None:
+        self.request = request
+        self.request_id = request.request_id
+        self.cancelled = False
+        self.answered = False
+
+
+class SynthesisSession:
+    """One client's WebSocket session: a receive loop, a synthesizer and a sender.
+
+    The synthesizer works through the requests in order and hands their messages and audio frames
+    to the sender through a bounded queue, so synthesis of request n+1 overlaps with sending the
+    audio of request n. Every synthesize request gets exactly one terminal message,
+    ``synthesis_complete`` or ``error``, in the order the requests arrived; a refused request (bad
+    speed, unknown voice) is answered in its turn too. Two errors are sent at once instead:
+    ``queue_full``, and an error for a message that names no request. After any error the session
+    keeps going. ``cancel`` marks every unanswered request cancelled: the sender stops their audio
+    before its next frame and answers each with a ``cancelled`` error.
     """
 
     def __init__(self, websocket: WebSocket, service: TTSService) -> None:
@@ -101,27 +126,39 @@ class SynthesisSession:
         self._service = service
         self._settings = service.settings
         # One slot more than the limit, for the close marker.
-        self._queue: asyncio.Queue[Any] = asyncio.Queue(self._settings.max_queued_requests + 1)
+        self._jobs: asyncio.Queue[Any] = asyncio.Queue(self._settings.max_queued_requests + 1)
+        self._outgoing: asyncio.Queue[Any] = asyncio.Queue(self._settings.max_buffered_frames)
+        self._unanswered: list[_Job] = []
         self._send_lock = asyncio.Lock()
-        self._cancelled = asyncio.Event()
 
     async def run(self) -> None:
         await self._websocket.accept()
-        worker = asyncio.create_task(self._work())
+        synthesizer = asyncio.create_task(self._synthesize_jobs())
+        sender = asyncio.create_task(self._send_outgoing())
         try:
-            closing = await self._receive()
-            if closing:
-                await worker
+            if await self._receive():
+                await synthesizer
+                await sender
                 await self._websocket.close()
+        except WebSocketDisconnect:
+            pass
         finally:
-            worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
+            for task in (synthesizer, sender):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect):
+                    await task
 
     async def _receive(self) -> bool:
-        """Read client messages until ``close`` (returns True) or disconnect (returns False)."""
+        """Read client messages until ``close`` (returns True), disconnect or idle timeout."""
         while True:
-            message = await self._websocket.receive()
+            try:
+                message = await asyncio.wait_for(self._websocket.receive(), self._settings.idle_timeout)
+            except TimeoutError:
+                if self._unanswered:
+                    continue  # the client is waiting for audio, not idle
+                log.info("closing a session idle for %.0f s", self._settings.idle_timeout)
+                await self._websocket.close(code=1000, reason="idle timeout")
+                return False
             if message["type"] == "websocket.disconnect":
                 return False
             payload = message.get("text")
@@ -135,77 +172,68 @@ class SynthesisSession:
                     continue
                 parsed = exc  # a refused request is answered in its turn, like any other
             if isinstance(parsed, protocol.Close):
-                self._queue.put_nowait(_CLOSE)
+                self._jobs.put_nowait(_CLOSE)
                 return True
             if isinstance(parsed, protocol.Cancel):
-                await self._cancel()
-            elif self._queue.qsize() >= self._settings.max_queued_requests:
+                for job in self._unanswered:
+                    job.cancelled = True
+            elif self._jobs.qsize() >= self._settings.max_queued_requests:
                 await self._send_text(protocol.encode_error(
                     parsed.request_id, protocol.QUEUE_FULL,
                     f"{self._settings.max_queued_requests} requests are already waiting"))
             else:
-                self._queue.put_nowait(parsed)
+                job = _Job(parsed)
+                self._unanswered.append(job)
+                self._jobs.put_nowait(job)
 
-    async def _cancel(self) -> None:
-        self._cancelled.set()
-        while not self._queue.empty():
-            request = self._queue.get_nowait()
-            if isinstance(request, protocol.ProtocolError):
-                await self._send_text(protocol.encode_error(request.request_id, request.code, request.message))
-            else:
-                await self._send_text(protocol.encode_error(request.request_id, protocol.CANCELLED,
-                                                            "cancelled before synthesis started"))
+    async def _synthesize_jobs(self) -> None:
+        while (job := await self._jobs.get()) is not _CLOSE:
+            try:
+                await self._synthesize(job)
+            except Exception as exc:
+                log.exception("synthesis failed for %s", job.request_id)
+                await self._finish(job, protocol.encode_error(job.request_id, protocol.SYNTHESIS_FAILED,
+                                                              f"{type(exc).__name__}: {exc}"))
+        await self._outgoing.put(_CLOSE)
 
-    async def _work(self) -> None:
-        # A disconnect ends the session: the receive loop sees it too and stops.
-        with contextlib.suppress(WebSocketDisconnect):
-            while (request := await self._queue.get()) is not _CLOSE:
-                self._cancelled.clear()
-                if isinstance(request, protocol.ProtocolError):
-                    await self._send_text(protocol.encode_error(request.request_id, request.code, request.message))
-                    continue
-                try:
-                    await self._synthesize(request)
-                except WebSocketDisconnect:
-                    raise
-                except Exception as exc:
-                    log.exception("synthesis failed for %s", request.request_id)
-                    await self._send_text(protocol.encode_error(request.request_id, protocol.SYNTHESIS_FAILED,
-                                                                f"{type(exc).__name__}: {exc}"))
-
-    async def _synthesize(self, request: protocol.Synthesize) -> None:
+    async def _synthesize(self, job: _Job) -> None:
+        """Queue the job's messages and frames for the sender; its terminal message comes last."""
+        request = job.request
+        if isinstance(request, protocol.ProtocolError):
+            await self._finish(job, protocol.encode_error(job.request_id, request.code, request.message))
+            return
+        if job.cancelled:
+            await self._finish(job, None)  # the sender answers it as cancelled
+            return
         engine = self._service.engine
         assert engine is not None, "sessions are accepted only once the engine is ready"
         received = time.perf_counter()
         try:
             voice = engine.resolve_voice(request.voice)
         except UnknownVoiceError as exc:
-            await self._send_text(protocol.encode_error(request.request_id, protocol.UNKNOWN_VOICE, str(exc)))
+            await self._finish(job, protocol.encode_error(job.request_id, protocol.UNKNOWN_VOICE, str(exc)))
             return
         pieces = await self._service.run(engine.phonemize, request.text)
         if not pieces:
-            await self._send_text(protocol.encode_error(request.request_id, protocol.EMPTY_TEXT,
-                                                        "the text has nothing to speak"))
+            await self._finish(job, protocol.encode_error(job.request_id, protocol.EMPTY_TEXT,
+                                                          "the text has nothing to speak"))
             return
-        await self._send_text(protocol.encode_synthesis_start(request.request_id))
+        await self._outgoing.put((job, protocol.encode_synthesis_start(job.request_id), False))
         frame_bytes = self._settings.frame_samples * protocol.SAMPLE_WIDTH
         audio_bytes = 0
         first_audio_ms: float | None = None
         for piece in pieces:
+            if job.cancelled:
+                break
             pcm = await self._service.run(engine.infer, piece, voice, request.speed)
+            if first_audio_ms is None:
+                first_audio_ms = (time.perf_counter() - received) * 1000
             for offset in range(0, len(pcm), frame_bytes):
-                if self._cancelled.is_set():
-                    await self._send_text(protocol.encode_error(request.request_id, protocol.CANCELLED,
-                                                                "cancelled during synthesis"))
-                    return
-                if first_audio_ms is None:
-                    first_audio_ms = (time.perf_counter() - received) * 1000
                 frame = pcm[offset:offset + frame_bytes]
-                async with self._send_lock:
-                    await self._websocket.send_bytes(frame)
+                await self._outgoing.put((job, frame, False))
                 audio_bytes += len(frame)
-        await self._send_text(protocol.encode_synthesis_complete(
-            request.request_id,
+        await self._finish(job, protocol.encode_synthesis_complete(
+            job.request_id,
             audio_bytes=audio_bytes,
             audio_seconds=round(protocol.pcm16_seconds(audio_bytes), 3),
             pieces=len(pieces),
@@ -213,6 +241,31 @@ class SynthesisSession:
             first_audio_ms=round(first_audio_ms or 0.0, 1),
             synthesis_ms=round((time.perf_counter() - received) * 1000, 1),
         ))
+
+    async def _finish(self, job: _Job, terminal: str | None) -> None:
+        """Queue the job's terminal message (``None``: answer it as cancelled)."""
+        await self._outgoing.put((job, terminal, True))
+
+    async def _send_outgoing(self) -> None:
+        """Send queued messages and frames; a job's terminal message is the last text it gets."""
+        while (item := await self._outgoing.get()) is not _CLOSE:
+            job, payload, terminal = item
+            if job.answered:
+                continue
+            if job.cancelled or payload is None:
+                await self._answer(job, protocol.encode_error(job.request_id, protocol.CANCELLED, "cancelled"))
+            elif terminal:
+                await self._answer(job, payload)
+            elif isinstance(payload, bytes):
+                async with self._send_lock:
+                    await self._websocket.send_bytes(payload)
+            else:
+                await self._send_text(payload)
+
+    async def _answer(self, job: _Job, terminal: str) -> None:
+        job.answered = True
+        self._unanswered.remove(job)
+        await self._send_text(terminal)
 
     async def _send_text(self, text: str) -> None:
         async with self._send_lock:

@@ -17,12 +17,12 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 def _serve_tts(args: argparse.Namespace) -> int:
     import uvicorn
 
-    import tts_protocol
-    from tts_server.app import ServerSettings, create_app
+    from tts_server.app import MAX_FRAME_BYTES, ServerSettings, create_app
 
-    settings = ServerSettings(voices_path=args.voices, default_voice=args.default_voice, threads=args.threads)
+    settings = ServerSettings(voices_path=args.voices, default_voice=args.default_voice, threads=args.threads,
+                              idle_timeout=args.idle_timeout)
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="info",
-                ws_max_size=tts_protocol.MAX_MESSAGE_BYTES, access_log=False)
+                ws_max_size=MAX_FRAME_BYTES, access_log=False)
     return 0
 
 
@@ -65,6 +65,18 @@ def _ask(args: argparse.Namespace) -> int:
         print(f"total:               {summary['total_ms']} ms")
         print(f"audio:               {summary['audio_seconds']:.2f} s in {summary['sentences']} sentence(s)"
               + (f", written to {args.out}" if args.out else ""))
+    return 0
+
+
+def _sagemaker_local(args: argparse.Namespace) -> int:
+    from tts_server.model_files import cache_dir
+    from voice_agent.local_tls import create_local_tls
+    from voice_agent.sagemaker_local import serve_stand_in
+
+    tls = create_local_tls(Path(args.tls_dir) if args.tls_dir else cache_dir() / "sagemaker-local-tls")
+    print(f"SageMaker stand-in: set SAGEMAKER_ENDPOINT_URL=https://127.0.0.1:{args.port} "
+          f"SAGEMAKER_CA_BUNDLE={tls.ca_cert}", flush=True)
+    asyncio.run(serve_stand_in(args.container_url, args.host, args.port, tls))
     return 0
 
 
@@ -121,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "default: the packaged voices")
         command.add_argument("--default-voice", default="jf_alpha", help="voice used when a request names none")
         command.add_argument("--threads", type=int, help="ONNX Runtime threads (default: every core)")
+        command.add_argument("--idle-timeout", type=float, default=300.0,
+                             help="close a session after this many seconds without a message while nothing "
+                                  "is pending (default: 300)")
 
     serve_tts = commands.add_parser("serve-tts", help="run the Kokoro TTS server (the SageMaker container app)")
     add_server_options(serve_tts, 8080)
@@ -152,6 +167,15 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print one JSON object with the timings at the end")
     ask.add_argument("--timeout", type=float, default=300.0, help="seconds the whole answer may take")
     ask.set_defaults(handler=_ask)
+
+    standin = commands.add_parser("sagemaker-local", help="a local stand-in for SageMaker's bidirectional "
+                                                          "streaming API, in front of a TTS container")
+    add_server_options(standin, 8443)
+    standin.add_argument("--container-url", required=True,
+                         help="the container's WebSocket, e.g. ws://127.0.0.1:8081/invocations-bidirectional-stream")
+    standin.add_argument("--tls-dir", help="where to write the test CA and server certificate "
+                                           "(default: the cache directory)")
+    standin.set_defaults(handler=_sagemaker_local)
 
     prepare = commands.add_parser("prepare-model", help="assemble and verify the Kokoro model in the cache")
     prepare.set_defaults(handler=_prepare_model)

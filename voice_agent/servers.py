@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import socket
 import subprocess
@@ -10,7 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from tts_server.app import BIDI_PATH
@@ -36,6 +37,10 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def https_url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
     def ws_url(self) -> str:
         return f"ws://127.0.0.1:{self.port}{BIDI_PATH}"
 
@@ -46,33 +51,47 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def ping_ok(server: Server) -> bool:
+    with contextlib.suppress(OSError, urllib.error.URLError):
+        with urllib.request.urlopen(f"{server.http_url}/ping", timeout=2) as response:
+            return response.status == 200
+    return False
+
+
+def accepts_connections(server: Server) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", server.port), timeout=2):
+        return True
+    return False
+
+
 def _start(name: str, args: Sequence[str], port: int, timeout: float, log_path: str | None,
-           progress: Callable[[str], None] | None) -> Server:
+           progress: Callable[[str], None] | None, probe: Callable[[Server], bool] = ping_ok,
+           env: Mapping[str, str] | None = None) -> Server:
     command = [sys.executable, "-m", "voice_agent.cli", *args, "--host", "127.0.0.1", "--port", str(port)]
+    environment = {**os.environ, **(env or {})}
     if log_path:
         with open(log_path, "ab") as log_file:
-            process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
+            process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=environment)
     else:
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment)
     server = Server(name, port, process)
     try:
-        wait_healthy(server, timeout, progress)
+        wait_healthy(server, timeout, progress, probe)
     except BaseException:
         stop(server)
         raise
     return server
 
 
-def wait_healthy(server: Server, timeout: float, progress: Callable[[str], None] | None = None) -> None:
+def wait_healthy(server: Server, timeout: float, progress: Callable[[str], None] | None = None,
+                 probe: Callable[[Server], bool] = ping_ok) -> None:
     deadline = time.monotonic() + timeout
     last_report = 0.0
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             raise ServerStartError(f"{server.name} server exited with code {server.process.returncode}")
-        with contextlib.suppress(OSError, urllib.error.URLError):
-            with urllib.request.urlopen(f"{server.http_url}/ping", timeout=2) as response:
-                if response.status == 200:
-                    return
+        if probe(server):
+            return
         if progress and time.monotonic() - last_report > 5:
             progress(f"waiting for the {server.name} server on port {server.port} to become healthy...")
             last_report = time.monotonic()
@@ -81,19 +100,29 @@ def wait_healthy(server: Server, timeout: float, progress: Callable[[str], None]
 
 
 def start_tts_server(port: int | None = None, *, timeout: float = DEFAULT_TTS_START_TIMEOUT,
-                     log_path: str | None = None, progress: Callable[[str], None] | None = None) -> Server:
-    return _start("TTS", ["serve-tts"], port or free_port(), timeout, log_path, progress)
+                     log_path: str | None = None, progress: Callable[[str], None] | None = None,
+                     extra_args: Sequence[str] = ()) -> Server:
+    return _start("TTS", ["serve-tts", *extra_args], port or free_port(), timeout, log_path, progress)
 
 
 def start_agent_server(tts_url: str, port: int | None = None, *, replay: str | None = None,
                        replay_speed: float | None = None, timeout: float = DEFAULT_AGENT_START_TIMEOUT,
-                       log_path: str | None = None, progress: Callable[[str], None] | None = None) -> Server:
+                       log_path: str | None = None, progress: Callable[[str], None] | None = None,
+                       env: Mapping[str, str] | None = None) -> Server:
+    """The agent; ``env`` adds configuration (``agent.config``), e.g. a SageMaker endpoint."""
     args = ["serve-agent", "--tts-url", tts_url]
     if replay is not None:
         args += ["--replay", replay]
     if replay_speed is not None:
         args += ["--replay-speed", str(replay_speed)]
-    return _start("agent", args, port or free_port(), timeout, log_path, progress)
+    return _start("agent", args, port or free_port(), timeout, log_path, progress, env=env)
+
+
+def start_sagemaker_local(container_url: str, tls_dir: str, port: int | None = None, *,
+                          timeout: float = DEFAULT_AGENT_START_TIMEOUT, log_path: str | None = None) -> Server:
+    """The local SageMaker stand-in in front of ``container_url``; it trusts ``tls_dir/ca.pem``."""
+    return _start("SageMaker stand-in", ["sagemaker-local", "--container-url", container_url, "--tls-dir", tls_dir],
+                  port or free_port(), timeout, log_path, None, accepts_connections)
 
 
 def stop(server: Server, timeout: float = 10.0) -> None:
