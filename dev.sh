@@ -55,6 +55,6 @@ shift || true
 case "$job" in
   setup) setup ;;
   demo) setup; exec "$VENV/bin/voice-agent" demo "$@" ;;
-  test) setup; exec "$VENV/bin/python" -m pytest "$@" ;;
+  test) setup; "$VENV/bin/ruff" check --quiet .; exec "$VENV/bin/python" -m pytest "$@" ;;
   *) echo "usage: ./dev.sh demo|test|setup [options]" >&2; exit 2 ;;
 esac

@@ -82,6 +82,7 @@ class SageMakerTransport:
     def __init__(self, stream: Any, receiver: Any) -> None:
         self._stream = stream
         self._receiver = receiver
+        self._input_ended = False
         self._closed = False
 
     async def send(self, message: str) -> None:
@@ -105,6 +106,15 @@ class SageMakerTransport:
         part = event.value
         payload = part.bytes_ or b""
         return payload.decode("utf-8") if part.data_type == "UTF8" else payload
+
+    async def end_input(self) -> None:
+        """End the request body (the SDK sends the empty envelope) while the response goes on."""
+        if not self._input_ended:
+            self._input_ended = True
+            try:
+                await self._stream.input_stream.close()
+            except Exception as exc:  # the CRT stream raises its own error types once the stream is gone
+                raise TransportClosed(f"ending input failed: {exc}") from exc
 
     async def close(self) -> None:
         if not self._closed:

@@ -89,6 +89,9 @@ class Transport(Protocol):
         """The next server frame: ``str`` for text, ``bytes`` for binary. Raises
         :class:`TransportClosed` at the end of the stream."""
 
+    async def end_input(self) -> None:
+        """No more messages will be sent; answers may still arrive."""
+
     async def close(self) -> None:
         """Close at once; safe to call twice."""
 
@@ -131,6 +134,9 @@ class WebSocketTransport:
         except ConnectionClosed as exc:
             raise TransportClosed(str(exc)) from exc
 
+    async def end_input(self) -> None:
+        """Nothing to do: the protocol's ``close`` message already tells the server."""
+
     async def close(self) -> None:
         await self._connection.close()
 
@@ -169,7 +175,8 @@ class SynthesisStream:
                 item = await asyncio.wait_for(self._items.get(), self._chunk_timeout)
             except TimeoutError:
                 self._finished = True
-                raise TTSTimeoutError(f"no audio for request {self.request_id} within {self._chunk_timeout} s") from None
+                raise TTSTimeoutError(
+                    f"no audio for request {self.request_id} within {self._chunk_timeout} s") from None
             if isinstance(item, bytes):
                 yield item
                 continue
@@ -293,6 +300,7 @@ class TTSSession:
         self._closing = True
         with contextlib.suppress(TransportClosed):
             await self._transport.send(protocol.encode_close())
+            await self._transport.end_input()
         if self._reader is not None:
             try:
                 await asyncio.wait_for(asyncio.shield(self._reader), self._close_timeout)

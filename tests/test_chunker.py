@@ -60,7 +60,7 @@ CORPUS = ("## Batch vs. incremental\n\nHere is the short version:\n\n1. **Batch*
 def test_output_does_not_depend_on_delta_boundaries(seed):
     rng = random.Random(seed)
     cuts = sorted(rng.sample(range(1, len(CORPUS)), rng.randint(1, 40)))
-    pieces = [CORPUS[a:b] for a, b in zip([0, *cuts], [*cuts, len(CORPUS)])]
+    pieces = [CORPUS[a:b] for a, b in zip([0, *cuts], [*cuts, len(CORPUS)], strict=True)]
     assert chunk(CORPUS, pieces) == chunk(CORPUS) == chunk(CORPUS, list(CORPUS))
 
 

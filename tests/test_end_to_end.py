@@ -13,7 +13,6 @@ import pytest
 
 from agent.chunker import SentenceChunker
 from agent.replay_model import load_recording
-from agent.speech_text import to_speech
 from tests.audio import assert_speech_like
 
 

@@ -60,7 +60,7 @@ async def test_a_killed_container_mid_answer_loses_no_sentence_and_repeats_none(
     assert len(received) == len(SENTENCES)
     assert tts.reconnects >= 1
     assert streams[1].attempts >= 2, "the interrupted sentence was sent again"
-    for index, (got, want) in enumerate(zip(received, expected)):
+    for index, (got, want) in enumerate(zip(received, expected, strict=True)):
         assert got == want, f"sentence {index}: {len(got)} bytes received, {len(want)} expected"
 
 

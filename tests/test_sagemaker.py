@@ -40,7 +40,7 @@ async def test_pipelined_requests_through_sagemaker_come_back_in_order(sagemaker
     async with TTSSession(connector(server.https_url, ca)) as tts:
         streams = [await tts.synthesize(text) for text in texts]
         audio = [b"".join([chunk async for chunk in stream]) for stream in streams]
-    for text, pcm, stream in zip(texts, audio, streams):
+    for text, pcm, stream in zip(texts, audio, streams, strict=True):
         assert stream.stats["audio_bytes"] == len(pcm)
         assert_speech_like(pcm, text)
 

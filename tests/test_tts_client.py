@@ -18,7 +18,7 @@ async def test_pipelined_requests_stream_back_in_order_on_one_session(tts_server
         audio = []
         for stream in streams:
             audio.append(b"".join([chunk async for chunk in stream]))
-    for text, pcm, stream in zip(texts, audio, streams):
+    for text, pcm, stream in zip(texts, audio, streams, strict=True):
         assert stream.stats["audio_bytes"] == len(pcm)
         assert_speech_like(pcm, text)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import wave
@@ -197,3 +198,9 @@ async def test_a_frame_beyond_the_frame_limit_closes_only_that_connection(tts_se
         result = (await collect(ws, ["next-session"]))["next-session"]
     assert isinstance(result["messages"][-1], protocol.SynthesisComplete)
 
+
+
+async def test_websocket_pings_are_answered(tts_server):
+    async with connect(tts_server.ws_url, ping_interval=None) as ws:
+        latency = await asyncio.wait_for(await ws.ping(), 5)
+    assert latency >= 0

@@ -96,7 +96,7 @@ class SageMakerStandIn:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            while (message := await receive())["type"] != "lifespan.shutdown":
+            while (await receive())["type"] != "lifespan.shutdown":
                 await send({"type": "lifespan.startup.complete"})
             await send({"type": "lifespan.shutdown.complete"})
             return
@@ -104,7 +104,8 @@ class SageMakerStandIn:
             return
         match = PATH.match(scope["path"])
         if scope["method"] != "POST" or match is None:
-            await _http_error(send, 404, "UnknownOperationException", f"no operation at {scope['method']} {scope['path']}")
+            await _http_error(send, 404, "UnknownOperationException",
+                              f"no operation at {scope['method']} {scope['path']}")
             return
         content_type = dict(scope["headers"]).get(b"content-type", b"")
         if not content_type.startswith(EVENT_STREAM):
