@@ -1,69 +1,135 @@
-"""The incremental sentence chunker: boundaries, and the streaming guarantees of its docstring."""
+"""The incremental sentence chunker: the boundary corpus, the latency controls, and the streaming
+guarantees of its docstring as properties."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent.chunker import SentenceChunker
+from voice_agent.bench.chunker import boundaries_only
+from voice_agent.bench.chunker_corpus import CASES
 
 
-def chunk(text: str, pieces: list[str] | None = None) -> list[str]:
-    chunker = SentenceChunker()
+def chunk(text: str, pieces: list[str] | None = None, chunker: SentenceChunker | None = None) -> list[str]:
+    chunker = chunker or boundaries_only()
     out: list[str] = []
     for piece in pieces if pieces is not None else [text]:
         out += chunker.feed(piece)
     return out + chunker.flush()
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("Hello there! How are you? Fine.", ["Hello there!", "How are you?", "Fine."]),
-    ("It costs 3.14 dollars. Cheap.", ["It costs 3.14 dollars.", "Cheap."]),
-    ("Ask Dr. Smith about it. She knows.", ["Ask Dr. Smith about it.", "She knows."]),
-    ("Use tools, e.g. a hammer. Then stop.", ["Use tools, e.g. a hammer.", "Then stop."]),
-    ("He lives in the U.S. It is large.", ["He lives in the U.S.", "It is large."]),
-    ("J. R. R. Tolkien wrote it. Yes.", ["J. R. R. Tolkien wrote it.", "Yes."]),
-    ("Visit example.com today. Now.", ["Visit example.com today.", "Now."]),
-    ('She said "stop." Then left.', ['She said "stop."', "Then left."]),
-    ("Really?! Yes... I think so.", ["Really?!", "Yes...", "I think so."]),
-    ("1. First item\n2. Second item", ["1. First item", "2. Second item"]),
-    ("## Heading\n\nBody text here.", ["## Heading", "Body text here."]),
-    ("今日は晴れです。明日も。", ["今日は晴れです。", "明日も。"]),
-    ("no punctuation at the end", ["no punctuation at the end"]),
-])
-def test_boundaries(text, expected):
+def test_the_corpus_covers_every_required_boundary_category():
+    categories = {category for category, _, _ in CASES}
+    assert len(CASES) >= 150
+    assert {"titles", "initialisms", "companies", "months", "weekdays", "latin", "decimals", "versions",
+            "addresses", "currency", "thousands", "times", "urls", "email", "files", "paths", "ellipsis",
+            "clusters", "quotes", "brackets", "unclosed", "lists", "headings", "paragraphs", "cjk"} <= categories
+
+
+@pytest.mark.parametrize(("category", "text", "expected"), CASES, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(CASES)])
+def test_corpus_case_whole_and_streamed(category, text, expected):
     assert chunk(text) == expected
+    assert chunk(text, list(text)) == expected
+
+
+# Latency controls --------------------------------------------------------------------------------
 
 
 def test_a_sentence_is_emitted_once_the_next_non_space_character_arrives():
-    chunker = SentenceChunker()
+    chunker = boundaries_only()
     assert chunker.feed("First one.") == []
     assert chunker.feed("  ") == []
     assert chunker.feed("S") == ["First one."]
     assert chunker.flush() == ["S"]
 
 
+def test_an_abbreviation_that_may_end_a_sentence_waits_for_the_whole_next_word():
+    chunker = boundaries_only()
+    assert chunker.feed("He lives in the U.S. I") == []
+    assert chunker.feed("t is") == ["He lives in the U.S."]
+
+
 def test_flush_returns_the_unpunctuated_tail_and_resets():
     chunker = SentenceChunker()
-    assert chunker.feed("Done. And the rest") == ["Done."]
+    assert chunker.feed("That is done. And the rest") == ["That is done."]
     assert chunker.flush() == ["And the rest"]
     assert chunker.flush() == []
 
 
-CORPUS = ("## Batch vs. incremental\n\nHere is the short version:\n\n1. **Batch** waits, e.g. 2.4 seconds.\n"
-          "2. **Incremental** is 3.5 times faster.\n\nDr. Smith measured 329.3 ms vs. 156.7 ms! "
-          "He lives in the U.S. It is large. Really?! The end without a stop")
+def test_short_fragments_are_merged_with_what_follows():
+    chunker = SentenceChunker(min_chars=12, quick_first_chunk=False)
+    assert chunk("Yes. No. That is the full answer. Ok.", chunker=chunker) == [
+        "Yes. No. That is the full answer.", "Ok."]
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_output_does_not_depend_on_delta_boundaries(seed):
-    rng = random.Random(seed)
-    cuts = sorted(rng.sample(range(1, len(CORPUS)), rng.randint(1, 40)))
-    pieces = [CORPUS[a:b] for a, b in zip([0, *cuts], [*cuts, len(CORPUS)], strict=True)]
-    assert chunk(CORPUS, pieces) == chunk(CORPUS) == chunk(CORPUS, list(CORPUS))
+def test_the_quick_first_chunk_ends_at_the_first_clause_with_enough_words():
+    text = "Streaming speech works because, as each sentence completes, it is sent. Then more."
+    assert chunk(text, chunker=SentenceChunker(first_chunk_min_words=4)) == [
+        "Streaming speech works because,", "as each sentence completes, it is sent.", "Then more."]
+    assert chunk(text, chunker=SentenceChunker(quick_first_chunk=False)) == [
+        "Streaming speech works because, as each sentence completes, it is sent.", "Then more."]
 
 
-def test_nothing_is_lost_or_duplicated():
-    sentences = chunk(CORPUS, list(CORPUS))
-    assert "".join("".join(s.split()) for s in sentences) == "".join(CORPUS.split())
+def test_the_quick_first_chunk_waits_for_enough_words_and_ignores_thousands_separators():
+    chunker = SentenceChunker(first_chunk_min_words=5)
+    assert chunk("Sure, 12,000 people came to see the show today. Yes.", chunker=chunker) == [
+        "Sure, 12,000 people came to see the show today.", "Yes."]
+
+
+def test_an_over_long_sentence_is_cut_at_its_last_clause_mark_before_the_limit():
+    clause = "the model keeps writing without a stop"
+    text = f"{clause}, {clause}; {clause}, {clause}, {clause}. Short."
+    chunks = chunk(text, chunker=SentenceChunker(max_chars=100, quick_first_chunk=False))
+    assert all(len(c) <= 100 for c in chunks)
+    assert chunks[0] == f"{clause}, {clause};"
+    assert "".join(chunks).replace(" ", "") == text.replace(" ", "")
+
+
+def test_an_over_long_sentence_without_clause_marks_is_cut_at_a_space():
+    text = " ".join(["word"] * 60)
+    chunks = chunk(text, chunker=SentenceChunker(max_chars=50))
+    assert all(len(c) <= 50 for c in chunks)
+    assert " ".join(chunks) == text
+
+
+# Streaming guarantees as properties --------------------------------------------------------------
+
+FRAGMENTS = ["Dr.", "U.S.", "e.g.", "3.14", "Inc.", "It", "the", "He", "said", '"', "“", "”", "(", ")", "...",
+             "?!", ".", "!", "?", ",", ";", " ", " ", " ", "\n", "\n\n", "1.", "- ", "## ", "a.m.", "www.x.com",
+             "。", "日本", "Yes", "no", "J.", "$42.50", "10.0.0.1", "etc.", "Acme", "word", "—"]
+
+texts = st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=60).map("".join)
+configs = st.builds(SentenceChunker, min_chars=st.integers(0, 20), quick_first_chunk=st.booleans(),
+                    first_chunk_min_words=st.integers(1, 6), max_chars=st.integers(20, 200))
+
+
+def split_at(text: str, cuts: list[int]) -> list[str]:
+    points = sorted({cut % (len(text) + 1) for cut in cuts})
+    return [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=texts, cuts=st.lists(st.integers(0, 10_000), max_size=30), config=st.data())
+def test_output_does_not_depend_on_delta_boundaries(text, cuts, config):
+    make = config.draw(configs.map(lambda c: lambda: SentenceChunker(
+        min_chars=c.min_chars, quick_first_chunk=c.quick_first_chunk,
+        first_chunk_min_words=c.first_chunk_min_words, max_chars=c.max_chars)))
+    whole = chunk(text, chunker=make())
+    assert chunk(text, split_at(text, cuts), chunker=make()) == whole
+    assert chunk(text, list(text), chunker=make()) == whole
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=texts, chunker=configs)
+def test_nothing_is_lost_or_duplicated(text, chunker):
+    chunks = chunk(text, list(text), chunker=chunker)
+    assert "".join("".join(c.split()) for c in chunks) == "".join(text.split())
+    assert all(c == c.strip() and c for c in chunks)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=texts, chunker=configs)
+def test_no_chunk_exceeds_the_maximum_length(text, chunker):
+    assert all(len(c) <= chunker.max_chars + chunker.min_chars + 1 for c in chunk(text, chunker=chunker))

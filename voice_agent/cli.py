@@ -80,6 +80,16 @@ def _sagemaker_local(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench(args: argparse.Namespace) -> int:
+    from voice_agent.bench import chunker
+
+    suites = {"chunker": chunker.main}
+    for name in suites if args.suite == "all" else [args.suite]:
+        print(f"== {name}", flush=True)
+        suites[name](Path(args.out_dir), args.trials)
+    return 0
+
+
 def _prepare_model(args: argparse.Namespace) -> int:
     from tts_server.model_files import ensure_model
 
@@ -176,6 +186,12 @@ def build_parser() -> argparse.ArgumentParser:
     standin.add_argument("--tls-dir", help="where to write the test CA and server certificate "
                                            "(default: the cache directory)")
     standin.set_defaults(handler=_sagemaker_local)
+
+    bench = commands.add_parser("bench", help="run a benchmark suite; write JSON and Markdown results")
+    bench.add_argument("suite", choices=("chunker", "all"))
+    bench.add_argument("--out-dir", default="results", help="where results go (default: results)")
+    bench.add_argument("--trials", type=int, default=3, help="trials per measurement (default: 3)")
+    bench.set_defaults(handler=_bench)
 
     prepare = commands.add_parser("prepare-model", help="assemble and verify the Kokoro model in the cache")
     prepare.set_defaults(handler=_prepare_model)
