@@ -104,7 +104,9 @@ class SentenceChunker:
 
     def feed(self, delta: str) -> list[str]:
         """Add a delta; return the chunks it completed, in order."""
-        self._buffer += delta
+        # Leading whitespace never belongs to a chunk; dropping it as it arrives keeps the buffer
+        # the same whatever the delta boundaries (the maximum length counts from its first character).
+        self._buffer = (self._buffer + delta).lstrip()
         chunks: list[str] = []
         while (split := self._next_split()) is not None:
             chunk = self._buffer[:split.end].strip()

@@ -27,7 +27,7 @@ from strands.models import Model
 import tts_protocol
 from agent import events
 from agent.chunker import SentenceChunker
-from agent.speech_text import to_speech
+from agent.speech_text import SpeechText
 from agent.tts_client import Connect, TTSError, TTSSession
 
 log = logging.getLogger(__name__)
@@ -119,6 +119,7 @@ class VoicePipeline:
         output: asyncio.Queue[Any] = asyncio.Queue(MAX_QUEUED_EVENTS)
         pending: asyncio.Queue[Any] = asyncio.Queue(MAX_PENDING_SENTENCES)
         totals = {"sentences": 0, "audio_bytes": 0}
+        speech_text = SpeechText()
         yield events.start(request.mode, tts_protocol.SAMPLE_RATE, tts_protocol.FORMAT_PCM16)
         try:
             tts = self._session_factory(self._tts_target, voice=request.voice or self._default_voice,
@@ -131,7 +132,7 @@ class VoicePipeline:
         async def send(written: str) -> None:
             index = totals["sentences"]
             totals["sentences"] += 1
-            speech = to_speech(written)
+            speech = speech_text(written)
             clock.mark("first_sentence")
             stream = await tts.synthesize(speech) if speech else None
             await output.put(events.sentence(index, written, speech))

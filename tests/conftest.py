@@ -4,14 +4,21 @@ server per recording, started lazily, all on loopback, logs kept under test-arti
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from voice_agent import servers
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+# In CI the property tests replay the same examples every run; locally they explore new ones.
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -133,3 +133,10 @@ def test_nothing_is_lost_or_duplicated(text, chunker):
 @given(text=texts, chunker=configs)
 def test_no_chunk_exceeds_the_maximum_length(text, chunker):
     assert all(len(c) <= chunker.max_chars + chunker.min_chars + 1 for c in chunk(text, chunker=chunker))
+
+
+def test_whitespace_arriving_in_its_own_delta_does_not_shift_the_maximum_length_cut():
+    text = "Dr.\n\nDr.Dr.Dr.Dr.Dr.Dr.Dr."  # found by the property test above
+    make = lambda: SentenceChunker(min_chars=0, quick_first_chunk=False, max_chars=20)  # noqa: E731
+    assert chunk(text, list(text), chunker=make()) == chunk(text, chunker=make()) == [
+        "Dr.", "Dr.Dr.Dr.Dr.Dr.Dr.Dr", "."]
