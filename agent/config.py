@@ -25,12 +25,21 @@ class AgentSettings:
     """SAGEMAKER_ENDPOINT_URL: overrides https://runtime.sagemaker.REGION.amazonaws.com:8443."""
     sagemaker_ca_bundle: str | None = None
     """SAGEMAKER_CA_BUNDLE: a private CA to trust for that URL (the local stand-in's)."""
+    model: str = "auto"
+    """VOICE_AGENT_MODEL: which model answers: ``bedrock``, ``local`` (SmolLM2-135M in process),
+    ``replay`` (a recording), or ``auto``: Bedrock when BEDROCK_MODEL_ID is set and boto3 finds
+    credentials, the local model otherwise."""
     bedrock_model_id: str | None = None
-    """BEDROCK_MODEL_ID: when set, answers come from this Bedrock model; otherwise from a replay."""
+    """BEDROCK_MODEL_ID: the Bedrock model (or inference profile) id."""
     aws_region: str | None = None
     """AWS_REGION: Bedrock's region; None lets boto3 resolve it."""
     replay: str = "long"
-    """VOICE_AGENT_REPLAY: a packaged recording name (short, long, markdown, unfinished) or a path."""
+    """VOICE_AGENT_REPLAY: with the replay model, a packaged recording (short, long, markdown,
+    unfinished) or a path."""
+    local_max_tokens: int = 160
+    """VOICE_AGENT_LOCAL_MAX_TOKENS: the local model's answer length limit."""
+    local_seed: int = 7
+    """VOICE_AGENT_LOCAL_SEED: the local model's sampling seed (same seed, same answer)."""
     replay_speed: float = 1.0
     """VOICE_AGENT_REPLAY_SPEED: 2.0 replays a recording twice as fast as it was recorded."""
     voice: str | None = None
@@ -47,10 +56,13 @@ class AgentSettings:
             sagemaker_region=env.get("SAGEMAKER_REGION") or None,
             sagemaker_endpoint_url=env.get("SAGEMAKER_ENDPOINT_URL") or None,
             sagemaker_ca_bundle=env.get("SAGEMAKER_CA_BUNDLE") or None,
+            model=env.get("VOICE_AGENT_MODEL", "auto"),
             bedrock_model_id=env.get("BEDROCK_MODEL_ID") or None,
             aws_region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
             replay=env.get("VOICE_AGENT_REPLAY", "long"),
             replay_speed=float(env.get("VOICE_AGENT_REPLAY_SPEED", "1.0")),
+            local_max_tokens=int(env.get("VOICE_AGENT_LOCAL_MAX_TOKENS", "160")),
+            local_seed=int(env.get("VOICE_AGENT_LOCAL_SEED", "7")),
             voice=env.get("VOICE_AGENT_VOICE") or None,
             system_prompt=env.get("VOICE_AGENT_SYSTEM_PROMPT", DEFAULT_SYSTEM_PROMPT),
         )

@@ -36,7 +36,9 @@ def tts_target(settings: AgentSettings) -> str | Connect:
 
 def create_app(settings: AgentSettings | None = None) -> BedrockAgentCoreApp:
     settings = settings or AgentSettings.from_env()
-    build_model(settings)  # fail at start-up, not on the first request, when the model is misconfigured
+    model = build_model(settings)  # fail at start-up, not on the first request, when misconfigured
+    if hasattr(model, "warm_up"):
+        model.warm_up()
     pipeline = VoicePipeline(lambda: build_model(settings), tts_target(settings),
                              system_prompt=settings.system_prompt, default_voice=settings.voice)
     app = BedrockAgentCoreApp()

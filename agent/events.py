@@ -10,7 +10,8 @@ Over HTTP each event is one SSE ``data: {json}`` line. Every event has ``type`` 
 - ``audio``: ``index`` of its sentence, ``audio`` (Base64 PCM16 LE mono), ``sample_rate``
 - ``end``: ``metrics`` (times in ms from the request: ``time_to_first_text_ms``,
   ``time_to_first_audio_ms``, ``first_sentence_ms``, ``model_ms``, ``total_ms``; and
-  ``sentences``, ``audio_bytes``, ``audio_seconds``)
+  ``sentences``, ``audio_bytes``, ``audio_seconds``; ``truncated`` when the model stopped at its
+  token limit, in which case what it wrote is still spoken)
 - ``error``: ``code``, ``message``
 """
 

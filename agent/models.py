@@ -1,14 +1,36 @@
-"""Which Strands model answers: Bedrock when a model id is configured, else a recorded replay."""
+"""Which Strands model answers: Bedrock, the local SmolLM2 model, or a recorded replay."""
 
 from __future__ import annotations
 
+import boto3
 from strands.models import BedrockModel, Model
 
 from agent.config import AgentSettings
 from agent.replay_model import ReplayModel, load_recording
 
+MODEL_KINDS = ("auto", "bedrock", "local", "replay")
+
+
+def model_kind(settings: AgentSettings) -> str:
+    """The model ``settings`` select; ``auto`` becomes Bedrock when it is configured and boto3 finds
+    credentials, else the local model."""
+    if settings.model not in MODEL_KINDS:
+        raise ValueError(f"VOICE_AGENT_MODEL must be one of {', '.join(MODEL_KINDS)}, not {settings.model!r}")
+    if settings.model != "auto":
+        return settings.model
+    if settings.bedrock_model_id and boto3.Session().get_credentials() is not None:
+        return "bedrock"
+    return "local"
+
 
 def build_model(settings: AgentSettings) -> Model:
-    if settings.bedrock_model_id:
+    kind = model_kind(settings)
+    if kind == "bedrock":
+        if not settings.bedrock_model_id:
+            raise ValueError("the Bedrock model needs BEDROCK_MODEL_ID")
         return BedrockModel(model_id=settings.bedrock_model_id, region_name=settings.aws_region, streaming=True)
+    if kind == "local":
+        from agent.local_model import LocalModel
+
+        return LocalModel(max_tokens=settings.local_max_tokens, seed=settings.local_seed)
     return ReplayModel(load_recording(settings.replay), speed=settings.replay_speed)

@@ -23,6 +23,7 @@ from typing import Any
 
 from strands import Agent
 from strands.models import Model
+from strands.types.exceptions import MaxTokensReachedException
 
 import tts_protocol
 from agent import events
@@ -118,7 +119,7 @@ class VoicePipeline:
         clock = _Clock()
         output: asyncio.Queue[Any] = asyncio.Queue(MAX_QUEUED_EVENTS)
         pending: asyncio.Queue[Any] = asyncio.Queue(MAX_PENDING_SENTENCES)
-        totals = {"sentences": 0, "audio_bytes": 0}
+        totals = {"sentences": 0, "audio_bytes": 0, "truncated": 0}
         speech_text = SpeechText()
         yield events.start(request.mode, tts_protocol.SAMPLE_RATE, tts_protocol.FORMAT_PCM16)
         try:
@@ -142,16 +143,20 @@ class VoicePipeline:
             agent = Agent(model=self._model_factory(), system_prompt=self._system_prompt, callback_handler=None)
             chunker = SentenceChunker()
             answer: list[str] = []
-            async for item in agent.stream_async(request.prompt):
-                delta = item.get("data")
-                if not isinstance(delta, str) or not delta:
-                    continue
-                clock.mark("first_text")
-                answer.append(delta)
-                await output.put(events.text(delta))
-                if request.mode == "incremental":
-                    for sentence in chunker.feed(delta):
-                        await send(sentence)
+            try:
+                async for item in agent.stream_async(request.prompt):
+                    delta = item.get("data")
+                    if not isinstance(delta, str) or not delta:
+                        continue
+                    clock.mark("first_text")
+                    answer.append(delta)
+                    await output.put(events.text(delta))
+                    if request.mode == "incremental":
+                        for sentence in chunker.feed(delta):
+                            await send(sentence)
+            except MaxTokensReachedException:
+                # A spoken answer cut at the token limit is still spoken, up to where it stopped.
+                totals["truncated"] = 1
             clock.mark("model_done")
             remaining = chunker.flush() if request.mode == "incremental" else ["".join(answer).strip()]
             for sentence in remaining:
@@ -208,4 +213,5 @@ class VoicePipeline:
             "sentences": totals["sentences"],
             "audio_bytes": totals["audio_bytes"],
             "audio_seconds": round(tts_protocol.pcm16_seconds(totals["audio_bytes"]), 3),
+            "truncated": bool(totals["truncated"]),
         }

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+DEMO_QUESTION = "Why does a voice assistant feel faster when it speaks each sentence as soon as it is written?"
 
 
 def _serve_tts(args: argparse.Namespace) -> int:
@@ -33,7 +34,8 @@ def _serve_agent(args: argparse.Namespace) -> int:
     # The runtime logs through its own handler; without this every line would appear twice.
     logging.getLogger("bedrock_agentcore").propagate = False
     settings = AgentSettings.from_env()
-    overrides = {"tts_url": args.tts_url, "replay": args.replay, "replay_speed": args.replay_speed}
+    overrides = {"tts_url": args.tts_url, "replay": args.replay, "replay_speed": args.replay_speed,
+                 "model": "replay" if args.replay else args.model}
     settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if v is not None})
     create_app(settings).run(host=args.host, port=args.port)
     return 0
@@ -80,6 +82,22 @@ def _sagemaker_local(args: argparse.Namespace) -> int:
     return 0
 
 
+def _record(args: argparse.Namespace) -> int:
+    from agent.config import AgentSettings
+    from agent.models import build_model, model_kind
+    from agent.recorder import record
+
+    settings = AgentSettings.from_env()
+    if args.model:
+        settings = dataclasses.replace(settings, model=args.model)
+    kind = model_kind(settings)
+    model_id = settings.bedrock_model_id if kind == "bedrock" else kind
+    count = asyncio.run(record(build_model(settings), args.prompt, Path(args.out),
+                               system_prompt=settings.system_prompt, model_id=model_id))
+    print(f"recorded {count} events from the {kind} model to {args.out}")
+    return 0
+
+
 def _bench(args: argparse.Namespace) -> int:
     from voice_agent.bench import chunker
 
@@ -104,12 +122,14 @@ def _demo(args: argparse.Namespace) -> int:
 
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    prompt = args.question or load_recording(args.replay).meta.get("prompt") or "Tell me about streaming speech."
+    recorded_prompt = load_recording(args.replay).meta.get("prompt") if args.replay else None
+    prompt = args.question or recorded_prompt or DEMO_QUESTION
+    answering = f"replaying '{args.replay}'" if args.replay else "the local SmolLM2-135M model"
     print(f"starting the TTS server (logs: {out_dir / 'tts.log'}); the first start assembles the model...", flush=True)
     with servers.running(servers.start_tts_server(log_path=str(out_dir / "tts.log"), progress=print)) as tts:
-        print(f"TTS server healthy on port {tts.port}; starting the agent (replaying '{args.replay}')", flush=True)
-        agent = servers.start_agent_server(tts.ws_url, replay=args.replay, log_path=str(out_dir / "agent.log"),
-                                           progress=print)
+        print(f"TTS server healthy on port {tts.port}; starting the agent ({answering})", flush=True)
+        agent = servers.start_agent_server(tts.ws_url, replay=args.replay, model=None if args.replay else "local",
+                                           log_path=str(out_dir / "agent.log"), progress=print)
         with servers.running(agent):
             print(f"\nQ: {prompt}")
             results = {}
@@ -162,7 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_server_options(serve_agent, 8080)
     serve_agent.add_argument("--tts-url", help="the TTS server's WebSocket URL "
                                                "(default: $VOICE_AGENT_TTS_URL or ws://127.0.0.1:8081/...)")
-    serve_agent.add_argument("--replay", help="recording to replay when no Bedrock model is configured: "
+    serve_agent.add_argument("--model", choices=("auto", "bedrock", "local", "replay"),
+                             help="which model answers (default: $VOICE_AGENT_MODEL or auto: Bedrock when "
+                                  "configured with credentials, else the local SmolLM2 model)")
+    serve_agent.add_argument("--replay", help="answer with this recording (implies --model replay): "
                                               "short, long, markdown, unfinished, or a path")
     serve_agent.add_argument("--replay-speed", type=float, help="replay this many times faster than recorded")
     serve_agent.set_defaults(handler=_serve_agent)
@@ -187,6 +210,13 @@ def build_parser() -> argparse.ArgumentParser:
                                            "(default: the cache directory)")
     standin.set_defaults(handler=_sagemaker_local)
 
+    record = commands.add_parser("record", help="capture a model's stream into the replay format")
+    record.add_argument("--prompt", required=True)
+    record.add_argument("--out", required=True, help="the JSONL file to write")
+    record.add_argument("--model", choices=("auto", "bedrock", "local"),
+                        help="which model (default: $VOICE_AGENT_MODEL or auto)")
+    record.set_defaults(handler=_record)
+
     bench = commands.add_parser("bench", help="run a benchmark suite; write JSON and Markdown results")
     bench.add_argument("suite", choices=("chunker", "all"))
     bench.add_argument("--out-dir", default="results", help="where results go (default: results)")
@@ -197,8 +227,10 @@ def build_parser() -> argparse.ArgumentParser:
     prepare.set_defaults(handler=_prepare_model)
 
     demo = commands.add_parser("demo", help="start both servers, ask once in each mode, compare first audio")
-    demo.add_argument("--question", help="the question to ask (default: the one the recording answers)")
-    demo.add_argument("--replay", default="long", help="the recording that answers (default: long)")
+    demo.add_argument("--question", help=f"the question to ask (default: {DEMO_QUESTION!r}, or the one the "
+                                         "recording answers)")
+    demo.add_argument("--replay", help="answer with a recording (short, long, markdown, unfinished, or a path) "
+                                       "instead of the local model")
     demo.add_argument("--out-dir", default="out", help="where the WAV files and server logs go (default: out)")
     demo.set_defaults(handler=_demo)
     return parser

@@ -106,7 +106,8 @@ def start_tts_server(port: int | None = None, *, timeout: float = DEFAULT_TTS_ST
 
 
 def start_agent_server(tts_url: str, port: int | None = None, *, replay: str | None = None,
-                       replay_speed: float | None = None, timeout: float = DEFAULT_AGENT_START_TIMEOUT,
+                       replay_speed: float | None = None, model: str | None = None,
+                       timeout: float = DEFAULT_AGENT_START_TIMEOUT,
                        log_path: str | None = None, progress: Callable[[str], None] | None = None,
                        env: Mapping[str, str] | None = None) -> Server:
     """The agent; ``env`` adds configuration (``agent.config``), e.g. a SageMaker endpoint."""
@@ -115,6 +116,8 @@ def start_agent_server(tts_url: str, port: int | None = None, *, replay: str | N
         args += ["--replay", replay]
     if replay_speed is not None:
         args += ["--replay-speed", str(replay_speed)]
+    if model is not None:
+        args += ["--model", model]
     return _start("agent", args, port or free_port(), timeout, log_path, progress, env=env)
 
 
