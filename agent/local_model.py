@@ -11,6 +11,7 @@ the answer starts repeating itself.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
 import logging
 import threading
@@ -53,8 +54,18 @@ def _llama(path: Path, threads: int | None) -> Any:
     if key not in _loaded:
         from llama_cpp import Llama
 
+        if not _loaded:
+            atexit.register(_close_all)
         _loaded[key] = Llama(model_path=key, n_ctx=2048, n_threads=threads, seed=DEFAULT_SEED, verbose=False)
     return _loaded[key]
+
+
+def _close_all() -> None:
+    """Free the models before interpreter shutdown; freed later, llama.cpp's finaliser finds its
+    library already unloaded and raises."""
+    with _model_lock:
+        while _loaded:
+            _loaded.popitem()[1].close()
 
 
 def _text_of(content: Any) -> str:

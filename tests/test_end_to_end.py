@@ -7,9 +7,11 @@ import json
 import subprocess
 import sys
 import wave
+from importlib.resources import files
 
 import aiohttp
 import pytest
+from jsonschema import Draft202012Validator
 
 from agent.chunker import SentenceChunker
 from agent.replay_model import load_recording
@@ -39,14 +41,22 @@ async def raw_answer(url: str, payload: dict) -> tuple[bytes, list[dict]]:
     return body, parse_sse(body)
 
 
+EVENT_SCHEMA = Draft202012Validator(json.loads((files("agent") / "events.schema.json").read_text()))
+
+
 def parse_sse(body: bytes) -> list[dict]:
-    """Strict parse: the stream must be exactly a sequence of `data: {json}\\n\\n` blocks."""
+    """Strict parse: the stream must be exactly a sequence of `data: {json}\\n\\n` blocks, each event
+    valid against the published schema, numbered from 0, with one end or error event, last."""
     assert body.endswith(b"\n\n")
     blocks = body.decode("utf-8").split("\n\n")[:-1]
     events = []
     for block in blocks:
         assert block.startswith("data: ") and "\n" not in block, f"malformed SSE block: {block[:100]!r}"
-        events.append(json.loads(block.removeprefix("data: ")))
+        event = json.loads(block.removeprefix("data: "))
+        EVENT_SCHEMA.validate(event)
+        events.append(event)
+    assert [event["seq"] for event in events] == list(range(len(events)))
+    assert [event["type"] in ("end", "error") for event in events] == [False] * (len(events) - 1) + [True]
     return events
 
 
