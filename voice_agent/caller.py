@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+import boto3
+import botocore.config
+import botocore.exceptions
 
 import tts_protocol
 from agent import events
@@ -104,6 +108,42 @@ class Answer:
         }
 
 
+def _payload(prompt: str, mode: str, voice: str | None, speed: float | None) -> dict[str, Any]:
+    payload: dict[str, Any] = {"prompt": prompt, "mode": mode}
+    if voice is not None:
+        payload["voice"] = voice
+    if speed is not None:
+        payload["speed"] = speed
+    return payload
+
+
+class _Collector:
+    """Bytes of an SSE answer in, whatever their chunking; the :class:`Answer` out."""
+
+    def __init__(self, mode: str, on_event: Callable[[dict[str, Any]], None] | None) -> None:
+        self.answer = Answer(mode=mode)
+        self._decoder = SSEDecoder()
+        self._on_event = on_event
+        self._started = time.perf_counter()
+
+    def elapsed_ms(self) -> float:
+        return round((time.perf_counter() - self._started) * 1000, 1)
+
+    def feed(self, chunk: bytes) -> None:
+        for data in self._decoder.feed(chunk):
+            event = _parse_event(data)
+            _apply(self.answer, event, self.elapsed_ms)
+            if self._on_event is not None:
+                self._on_event(event)
+
+    def finish(self) -> Answer:
+        self._decoder.close()
+        self.answer.total_ms = self.elapsed_ms()
+        if not self.answer.event_types or self.answer.event_types[-1] not in events.TERMINAL:
+            raise CallerError("the answer ended without an end or error event")
+        return self.answer
+
+
 async def ask(url: str, prompt: str, *, mode: str = "incremental", voice: str | None = None,
               speed: float | None = None, timeout: float = DEFAULT_TIMEOUT,
               read_timeout: float = DEFAULT_READ_TIMEOUT,
@@ -112,36 +152,62 @@ async def ask(url: str, prompt: str, *, mode: str = "incremental", voice: str | 
 
     Raises :class:`CallerError` for an HTTP error, a malformed stream, or an ``error`` event.
     """
-    payload: dict[str, Any] = {"prompt": prompt, "mode": mode}
-    if voice is not None:
-        payload["voice"] = voice
-    if speed is not None:
-        payload["speed"] = speed
-    answer = Answer(mode=mode)
-    decoder = SSEDecoder()
-    started = time.perf_counter()
-
-    def elapsed_ms() -> float:
-        return round((time.perf_counter() - started) * 1000, 1)
-
+    collector = _Collector(mode, on_event)
     client_timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=10, sock_read=read_timeout)
     async with aiohttp.ClientSession(timeout=client_timeout) as session:
-        async with session.post(f"{url.rstrip('/')}/invocations", json=payload,
+        async with session.post(f"{url.rstrip('/')}/invocations", json=_payload(prompt, mode, voice, speed),
                                 headers={"Accept": "text/event-stream"}) as response:
             if response.status != 200 or not response.content_type.startswith("text/event-stream"):
                 body = (await response.read())[:2000].decode("utf-8", "replace")
                 raise CallerError(f"agent answered HTTP {response.status} ({response.content_type}): {body}")
             async for chunk in response.content.iter_any():
-                for data in decoder.feed(chunk):
-                    event = _parse_event(data)
-                    _apply(answer, event, elapsed_ms)
-                    if on_event is not None:
-                        on_event(event)
-            decoder.close()
-    answer.total_ms = elapsed_ms()
-    if not answer.event_types or answer.event_types[-1] not in events.TERMINAL:
-        raise CallerError("the answer ended without an end or error event")
-    return answer
+                collector.feed(chunk)
+    return collector.finish()
+
+
+def new_session_id() -> str:
+    """An AgentCore runtime session id (the service requires at least 33 characters)."""
+    return f"voice-agent-{uuid.uuid4().hex}"
+
+
+def ask_runtime(runtime_arn: str, prompt: str, *, mode: str = "incremental", voice: str | None = None,
+                speed: float | None = None, qualifier: str | None = None, session_id: str | None = None,
+                region: str | None = None, endpoint_url: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                read_timeout: float = DEFAULT_READ_TIMEOUT,
+                on_event: Callable[[dict[str, Any]], None] | None = None) -> Answer:
+    """Ask a deployed agent through the AgentCore ``InvokeAgentRuntime`` API (boto3, SigV4) and
+    collect its SSE answer exactly as :func:`ask` does. ``region`` defaults to the ARN's region;
+    ``endpoint_url`` overrides the service endpoint."""
+    region = region or _arn_region(runtime_arn)
+    config = botocore.config.Config(connect_timeout=10, read_timeout=read_timeout, retries={"mode": "standard"})
+    client = boto3.client("bedrock-agentcore", region_name=region, endpoint_url=endpoint_url, config=config)
+    request: dict[str, Any] = {
+        "agentRuntimeArn": runtime_arn, "runtimeSessionId": session_id or new_session_id(),
+        "payload": json.dumps(_payload(prompt, mode, voice, speed)).encode(),
+        "contentType": "application/json", "accept": "text/event-stream"}
+    if qualifier:
+        request["qualifier"] = qualifier
+    collector = _Collector(mode, on_event)
+    deadline = time.monotonic() + timeout
+    try:
+        response = client.invoke_agent_runtime(**request)
+    except botocore.exceptions.ClientError as exc:
+        raise CallerError(f"InvokeAgentRuntime failed: {exc}") from exc
+    if not str(response.get("contentType", "")).startswith("text/event-stream"):
+        body = response["response"].read(2000).decode("utf-8", "replace")
+        raise CallerError(f"the runtime answered {response.get('contentType')}: {body}")
+    for chunk in response["response"].iter_chunks(chunk_size=16 * 1024):
+        collector.feed(chunk)
+        if time.monotonic() > deadline:
+            raise CallerError(f"the answer took longer than {timeout:.0f} s")
+    return collector.finish()
+
+
+def _arn_region(arn: str) -> str:
+    parts = arn.split(":")
+    if len(parts) < 6 or parts[0] != "arn" or not parts[3]:
+        raise CallerError(f"not an AgentCore runtime ARN: {arn!r}")
+    return parts[3]
 
 
 def _parse_event(data: str) -> dict[str, Any]:

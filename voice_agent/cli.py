@@ -42,15 +42,20 @@ def _serve_agent(args: argparse.Namespace) -> int:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from voice_agent.caller import CallerError, ask, write_wav
+    from voice_agent.caller import CallerError, ask, ask_runtime, write_wav
 
     def show(event: dict[str, Any]) -> None:
         if event["type"] == "text":
             print(event["text"], end="", file=sys.stderr if args.json else sys.stdout, flush=True)
 
     try:
-        answer = asyncio.run(ask(args.url, args.question, mode=args.mode, voice=args.voice, speed=args.speed,
-                                 timeout=args.timeout, on_event=show))
+        if args.runtime_arn:
+            answer = ask_runtime(args.runtime_arn, args.question, mode=args.mode, voice=args.voice, speed=args.speed,
+                                 qualifier=args.qualifier, session_id=args.session_id, region=args.region,
+                                 endpoint_url=args.endpoint_url, timeout=args.timeout, on_event=show)
+        else:
+            answer = asyncio.run(ask(args.url, args.question, mode=args.mode, voice=args.voice, speed=args.speed,
+                                     timeout=args.timeout, on_event=show))
     except (CallerError, OSError, TimeoutError) as exc:
         print(f"\nerror: {exc}", file=sys.stderr)
         return 1
@@ -199,6 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--out", help="write the answer's audio to this WAV file")
     ask.add_argument("--json", action="store_true", help="print one JSON object with the timings at the end")
     ask.add_argument("--timeout", type=float, default=300.0, help="seconds the whole answer may take")
+    ask.add_argument("--runtime-arn", help="ask a deployed agent through AgentCore's InvokeAgentRuntime "
+                                           "(boto3 credentials) instead of --url")
+    ask.add_argument("--qualifier", help="the runtime endpoint (default: the service's DEFAULT)")
+    ask.add_argument("--session-id", help="AgentCore runtime session id, at least 33 characters "
+                                          "(default: a new one)")
+    ask.add_argument("--region", help="the runtime's region (default: from the ARN)")
+    ask.add_argument("--endpoint-url", help="override the AgentCore endpoint (e.g. a local stand-in)")
     ask.set_defaults(handler=_ask)
 
     standin = commands.add_parser("sagemaker-local", help="a local stand-in for SageMaker's bidirectional "
