@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from bedrock_agentcore.runtime import BedrockAgentCoreApp
+from bedrock_agentcore.runtime import BedrockAgentCoreApp, RequestContext
 
 from agent import events
 from agent.config import AgentSettings
@@ -44,13 +44,14 @@ def create_app(settings: AgentSettings | None = None) -> BedrockAgentCoreApp:
     app = BedrockAgentCoreApp()
 
     @app.entrypoint
-    async def invoke(payload: Any) -> AsyncIterator[dict[str, Any]]:
+    async def invoke(payload: Any, context: RequestContext) -> AsyncIterator[dict[str, Any]]:
         try:
             request = VoiceRequest.from_payload(payload)
         except RequestError as exc:
             yield {**events.error(events.INVALID_REQUEST, str(exc)), "seq": 0}
             return
-        async for event in pipeline.answer(request):
+        # X-Amzn-Bedrock-AgentCore-Runtime-Session-Id: turns of one session share a conversation.
+        async for event in pipeline.answer(request, context.session_id):
             yield event
 
     return app

@@ -3,7 +3,8 @@
 Over HTTP each event is one SSE ``data: {json}`` line. Every event has ``type`` and ``seq`` (0, 1,
 2, ... within one answer). An answer ends with exactly one ``end`` (success) or ``error`` event.
 
-- ``start``: ``mode``, ``sample_rate``, ``format`` of the audio to come
+- ``start``: ``mode``, ``sample_rate``, ``format`` of the audio to come; ``session_id`` (the
+  AgentCore runtime session, or null) and ``turn`` (1 for a session's first answer)
 - ``text``: ``text``, a delta of the model's answer as it streams
 - ``sentence``: ``index``, ``text`` (as written), ``speech`` (as sent to TTS); sent when a chunk
   goes to synthesis. ``speech`` is empty when the chunk has nothing to say (it then has no audio).
@@ -34,8 +35,9 @@ TTS_FAILED = "tts_failed"
 MODEL_FAILED = "model_failed"
 
 
-def start(mode: str, sample_rate: int, fmt: str) -> dict[str, Any]:
-    return {"type": START, "mode": mode, "sample_rate": sample_rate, "format": fmt}
+def start(mode: str, sample_rate: int, fmt: str, session_id: str | None, turn: int) -> dict[str, Any]:
+    return {"type": START, "mode": mode, "sample_rate": sample_rate, "format": fmt, "session_id": session_id,
+            "turn": turn}
 
 
 def text(delta: str) -> dict[str, Any]:

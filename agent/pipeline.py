@@ -17,11 +17,13 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from strands import Agent
+from strands.agent.conversation_manager import SlidingWindowConversationManager
 from strands.models import Model
 from strands.types.exceptions import MaxTokensReachedException
 
@@ -95,6 +97,38 @@ class _Clock:
 
 _DONE = object()
 
+MAX_SESSIONS = 256
+"""Conversations kept in memory; beyond this the least recently used one is forgotten."""
+WINDOW_MESSAGES = 20
+"""Messages of a conversation the model sees: ten turns, enough for a spoken exchange."""
+
+
+class Conversations:
+    """One Strands agent per AgentCore session id, so the turns of a session share conversation
+    memory (a sliding window of ``WINDOW_MESSAGES``). Turns of one session take turns: a second
+    request waits for the first to finish. A request without a session id gets a fresh agent."""
+
+    def __init__(self, make_agent: Callable[[], Agent], max_sessions: int = MAX_SESSIONS) -> None:
+        self._make_agent = make_agent
+        self._max_sessions = max_sessions
+        self._sessions: OrderedDict[str, tuple[Agent, asyncio.Lock, list[int]]] = OrderedDict()
+
+    @contextlib.asynccontextmanager
+    async def turn(self, session_id: str | None) -> AsyncIterator[tuple[Agent, int]]:
+        """The session's agent and this turn's number (1 for the first), held for the turn."""
+        if session_id is None:
+            yield self._make_agent(), 1
+            return
+        if session_id not in self._sessions:
+            self._sessions[session_id] = (self._make_agent(), asyncio.Lock(), [0])
+            while len(self._sessions) > self._max_sessions:
+                self._sessions.popitem(last=False)
+        self._sessions.move_to_end(session_id)
+        agent, lock, turns = self._sessions[session_id]
+        async with lock:
+            turns[0] += 1
+            yield agent, turns[0]
+
 
 class VoicePipeline:
     """Answers one request at a time per call to :meth:`answer`; safe to share across requests."""
@@ -107,21 +141,27 @@ class VoicePipeline:
         self._system_prompt = system_prompt
         self._default_voice = default_voice
         self._session_factory = session_factory
+        self.conversations = Conversations(lambda: Agent(
+            model=self._model_factory(), system_prompt=self._system_prompt, callback_handler=None,
+            conversation_manager=SlidingWindowConversationManager(window_size=WINDOW_MESSAGES)))
 
-    async def answer(self, request: VoiceRequest) -> AsyncIterator[dict[str, Any]]:
-        """Yield the caller events of one answer, numbered by ``seq``, ending with ``end`` or ``error``."""
+    async def answer(self, request: VoiceRequest, session_id: str | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Yield the caller events of one answer, numbered by ``seq``, ending with ``end`` or ``error``.
+        Answers with the same ``session_id`` continue one conversation."""
         seq = 0
-        async for event in self._events(request):
-            yield {**event, "seq": seq}
-            seq += 1
+        async with self.conversations.turn(session_id) as (agent, turn):
+            async for event in self._events(request, agent, session_id, turn):
+                yield {**event, "seq": seq}
+                seq += 1
 
-    async def _events(self, request: VoiceRequest) -> AsyncIterator[dict[str, Any]]:
+    async def _events(self, request: VoiceRequest, agent: Agent, session_id: str | None,
+                      turn: int) -> AsyncIterator[dict[str, Any]]:
         clock = _Clock()
         output: asyncio.Queue[Any] = asyncio.Queue(MAX_QUEUED_EVENTS)
         pending: asyncio.Queue[Any] = asyncio.Queue(MAX_PENDING_SENTENCES)
         totals = {"sentences": 0, "audio_bytes": 0, "truncated": 0}
         speech_text = SpeechText()
-        yield events.start(request.mode, tts_protocol.SAMPLE_RATE, tts_protocol.FORMAT_PCM16)
+        yield events.start(request.mode, tts_protocol.SAMPLE_RATE, tts_protocol.FORMAT_PCM16, session_id, turn)
         try:
             tts = self._session_factory(self._tts_target, voice=request.voice or self._default_voice,
                                         speed=request.speed)
@@ -140,7 +180,6 @@ class VoicePipeline:
             await pending.put((index, stream))
 
         async def text_stage() -> None:
-            agent = Agent(model=self._model_factory(), system_prompt=self._system_prompt, callback_handler=None)
             chunker = SentenceChunker()
             answer: list[str] = []
             try:

@@ -32,9 +32,10 @@ def run_ask(url: str, mode: str, out: str) -> dict:
     return json.loads(completed.stdout)
 
 
-async def raw_answer(url: str, payload: dict) -> tuple[bytes, list[dict]]:
+async def raw_answer(url: str, payload: dict, session_id: str | None = None) -> tuple[bytes, list[dict]]:
+    headers = {"X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": session_id} if session_id else {}
     async with aiohttp.ClientSession() as session:
-        async with session.post(f"{url}/invocations", json=payload) as response:
+        async with session.post(f"{url}/invocations", json=payload, headers=headers) as response:
             assert response.status == 200
             assert response.content_type == "text/event-stream"
             body = await response.read()
@@ -136,3 +137,13 @@ async def test_an_unknown_voice_ends_the_answer_with_a_tts_error(agent_server):
     _, events = await raw_answer(agent_server("short").http_url, {"prompt": "hi", "voice": "nobody"})
     assert events[-1]["type"] == "error"
     assert events[-1]["code"] == "tts_failed" and "unknown_voice" in events[-1]["message"]
+
+
+async def test_turns_of_one_agentcore_session_continue_one_conversation(agent_server):
+    url = agent_server("short").http_url
+    first = "session-a-0123456789abcdef0123456789"
+    starts = []
+    for session_id in (first, first, "session-b-0123456789abcdef0123456789"):
+        _, events = await raw_answer(url, {"prompt": "Hello again."}, session_id)
+        starts.append((events[0]["session_id"], events[0]["turn"]))
+    assert starts == [(first, 1), (first, 2), ("session-b-0123456789abcdef0123456789", 1)]
