@@ -15,3 +15,16 @@ def test_the_chunker_benchmark_runs_and_writes_results(tmp_path):
     assert set(results["splitters"]) >= {"voice-agent, whole text", "naive regex (AWS sample)", "pysbd 0.3"}
     assert all(figures["chars_per_second"] > 0 for figures in results["splitters"].values())
     assert "| splitter |" in (tmp_path / "chunker.md").read_text()
+
+
+def test_the_tts_and_agent_benchmarks_run_once_and_write_results(tmp_path):
+    for suite in ("tts", "agent"):
+        completed = subprocess.run([sys.executable, "-m", "voice_agent.cli", "bench", suite, "--trials", "1",
+                                    "--out-dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
+        assert completed.returncode == 0, completed.stderr
+    tts = json.loads((tmp_path / "tts.json").read_text())
+    assert tts["passage_chars"] == 267 and tts["whole"]["trials"] == 1
+    assert 0 < tts["first_sentence"]["mean"] and 0 < tts["whole"]["mean"]
+    agent = json.loads((tmp_path / "agent.json").read_text())
+    assert agent["first_audio_ratio"] > 0
+    assert set(agent["summary"]) == {"incremental", "batch"}

@@ -103,13 +103,17 @@ def _record(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench(args: argparse.Namespace) -> int:
-    from voice_agent.bench import chunker
+BENCH_SUITES = ("chunker", "tts", "agent")
 
-    suites = {"chunker": chunker.main}
-    for name in suites if args.suite == "all" else [args.suite]:
+
+def _bench(args: argparse.Namespace) -> int:
+    import importlib
+
+    for name in BENCH_SUITES if args.suite == "all" else [args.suite]:
         print(f"== {name}", flush=True)
-        suites[name](Path(args.out_dir), args.trials)
+        suite = importlib.import_module(f"voice_agent.bench.{name}")
+        options = {"trials": args.trials} if args.trials else {}
+        suite.main(Path(args.out_dir), **options)
     return 0
 
 
@@ -230,9 +234,11 @@ def build_parser() -> argparse.ArgumentParser:
     record.set_defaults(handler=_record)
 
     bench = commands.add_parser("bench", help="run a benchmark suite; write JSON and Markdown results")
-    bench.add_argument("suite", choices=("chunker", "all"))
+    bench.add_argument("suite", choices=(*BENCH_SUITES, "all"),
+                       help="chunker: splitting vs peers; tts: whole passage vs first sentence; "
+                            "agent: batch vs incremental through the real servers")
     bench.add_argument("--out-dir", default="results", help="where results go (default: results)")
-    bench.add_argument("--trials", type=int, default=3, help="trials per measurement (default: 3)")
+    bench.add_argument("--trials", type=int, help="trials per measurement (default: each suite's own)")
     bench.set_defaults(handler=_bench)
 
     prepare = commands.add_parser("prepare-model", help="assemble and verify the Kokoro model in the cache")
