@@ -46,6 +46,10 @@ class AgentSettings:
     """VOICE_AGENT_VOICE: the default voice; None uses the TTS server's default."""
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     """VOICE_AGENT_SYSTEM_PROMPT."""
+    quick_first_chunk: bool = True
+    """VOICE_AGENT_QUICK_FIRST_CHUNK (1/0): let the first chunk end at a clause mark."""
+    pipelining: bool = True
+    """VOICE_AGENT_PIPELINING (1/0): send each sentence without waiting for the previous one's audio."""
 
     @classmethod
     def from_env(cls) -> AgentSettings:
@@ -65,4 +69,6 @@ class AgentSettings:
             local_seed=int(env.get("VOICE_AGENT_LOCAL_SEED", "7")),
             voice=env.get("VOICE_AGENT_VOICE") or None,
             system_prompt=env.get("VOICE_AGENT_SYSTEM_PROMPT", DEFAULT_SYSTEM_PROMPT),
+            quick_first_chunk=env.get("VOICE_AGENT_QUICK_FIRST_CHUNK", "1") != "0",
+            pipelining=env.get("VOICE_AGENT_PIPELINING", "1") != "0",
         )

@@ -15,6 +15,7 @@ from typing import Any
 from bedrock_agentcore.runtime import BedrockAgentCoreApp, RequestContext
 
 from agent import events
+from agent.chunker import SentenceChunker
 from agent.config import AgentSettings
 from agent.models import build_model
 from agent.pipeline import RequestError, VoicePipeline, VoiceRequest
@@ -40,7 +41,9 @@ def create_app(settings: AgentSettings | None = None) -> BedrockAgentCoreApp:
     if hasattr(model, "warm_up"):
         model.warm_up()
     pipeline = VoicePipeline(lambda: build_model(settings), tts_target(settings),
-                             system_prompt=settings.system_prompt, default_voice=settings.voice)
+                             system_prompt=settings.system_prompt, default_voice=settings.voice,
+                             chunker_factory=lambda: SentenceChunker(quick_first_chunk=settings.quick_first_chunk),
+                             pipelining=settings.pipelining)
     app = BedrockAgentCoreApp()
 
     @app.entrypoint

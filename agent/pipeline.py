@@ -134,13 +134,17 @@ class VoicePipeline:
     """Answers one request at a time per call to :meth:`answer`; safe to share across requests."""
 
     def __init__(self, model_factory: Callable[[], Model], tts_target: str | Connect, *, system_prompt: str,
-                 default_voice: str | None = None,
-                 session_factory: Callable[..., TTSSession] = TTSSession) -> None:
+                 default_voice: str | None = None, session_factory: Callable[..., TTSSession] = TTSSession,
+                 chunker_factory: Callable[[], SentenceChunker] = SentenceChunker, pipelining: bool = True) -> None:
+        """``pipelining=False`` sends each sentence only after the previous one's audio was relayed,
+        as a sequential implementation would; it exists to measure what pipelining contributes."""
         self._model_factory = model_factory
         self._tts_target = tts_target
         self._system_prompt = system_prompt
         self._default_voice = default_voice
         self._session_factory = session_factory
+        self._chunker_factory = chunker_factory
+        self._pipelining = pipelining
         self.conversations = Conversations(lambda: Agent(
             model=self._model_factory(), system_prompt=self._system_prompt, callback_handler=None,
             conversation_manager=SlidingWindowConversationManager(window_size=WINDOW_MESSAGES)))
@@ -170,17 +174,23 @@ class VoicePipeline:
             yield events.error(events.TTS_FAILED, str(exc))
             return
 
+        relayed = asyncio.Condition()
+        relayed_count = [0]
+
         async def send(written: str) -> None:
             index = totals["sentences"]
             totals["sentences"] += 1
             speech = speech_text(written)
             clock.mark("first_sentence")
+            if not self._pipelining:
+                async with relayed:
+                    await relayed.wait_for(lambda: relayed_count[0] >= index)
             stream = await tts.synthesize(speech) if speech else None
             await output.put(events.sentence(index, written, speech))
             await pending.put((index, stream))
 
         async def text_stage() -> None:
-            chunker = SentenceChunker()
+            chunker = self._chunker_factory()
             answer: list[str] = []
             try:
                 async for item in agent.stream_async(request.prompt):
@@ -206,12 +216,14 @@ class VoicePipeline:
         async def audio_stage() -> None:
             while (item := await pending.get()) is not _DONE:
                 index, stream = item
-                if stream is None:
-                    continue
-                async for chunk in stream:
-                    clock.mark("first_audio")
-                    totals["audio_bytes"] += len(chunk)
-                    await output.put(events.audio(index, chunk, stream.sample_rate))
+                if stream is not None:
+                    async for chunk in stream:
+                        clock.mark("first_audio")
+                        totals["audio_bytes"] += len(chunk)
+                        await output.put(events.audio(index, chunk, stream.sample_rate))
+                async with relayed:
+                    relayed_count[0] += 1
+                    relayed.notify_all()
 
         async def run_stages() -> None:
             try:

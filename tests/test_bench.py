@@ -27,4 +27,5 @@ def test_the_tts_and_agent_benchmarks_run_once_and_write_results(tmp_path):
     assert 0 < tts["first_sentence"]["mean"] and 0 < tts["whole"]["mean"]
     agent = json.loads((tmp_path / "agent.json").read_text())
     assert agent["first_audio_ratio"] > 0
-    assert set(agent["summary"]) == {"incremental", "batch"}
+    assert set(agent["summary"]) == {"incremental", "incremental, no quick first chunk",
+                                     "incremental, no pipelining", "batch"}

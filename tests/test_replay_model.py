@@ -11,7 +11,7 @@ from agent.replay_model import RecordingError, ReplayModel, load_recording, pack
 
 
 def test_the_packaged_recordings_are_the_documented_examples():
-    assert packaged_recordings() == ["long", "markdown", "short", "unfinished"]
+    assert packaged_recordings() == ["clauses", "long", "markdown", "short", "unfinished"]
     long = load_recording("long")
     assert long.meta["prompt"]
     assert long.text.count(". ") >= 5

@@ -1,5 +1,6 @@
 """The agent comparison of the AWS guide, reproduced: the same prompt and the same replayed model
-stream, batch versus incremental, through the real agent and the real TTS server, modes alternating.
+stream, batch versus incremental, through the real agent and the real TTS server, configurations
+alternating; plus the incremental path with each latency feature switched off.
 
 Times are the caller's, from sending the request: first text, first audio, total. Reference: first
 audio 2.4x sooner incremental with a local agent container, 3.5x with deployed AgentCore.
@@ -23,42 +24,54 @@ REFERENCE = {"ratio_local": 2.4, "ratio_deployed": 3.5, "machine": "AWS guide, m
 METRICS = ("time_to_first_text_ms", "time_to_first_audio_ms", "total_ms")
 
 
-async def measure(url: str, prompt: str, trials: int) -> dict[str, Any]:
-    samples: dict[str, dict[str, list[float]]] = {mode: {metric: [] for metric in METRICS}
-                                                  for mode in ("incremental", "batch")}
+CONFIGURATIONS = {
+    "incremental": ("incremental", {}),
+    "incremental, no quick first chunk": ("incremental", {"VOICE_AGENT_QUICK_FIRST_CHUNK": "0"}),
+    "incremental, no pipelining": ("incremental", {"VOICE_AGENT_PIPELINING": "0"}),
+    "batch": ("batch", {}),
+}
+"""What each latency feature contributes: the incremental path with it switched off, one at a time."""
+
+
+async def measure(urls: dict[str, str], prompt: str, trials: int) -> dict[str, Any]:
+    samples: dict[str, dict[str, list[float]]] = {name: {metric: [] for metric in METRICS} for name in urls}
     for _ in range(trials):
-        for mode in ("incremental", "batch"):
-            answer = await ask(url, prompt, mode=mode)
+        for name, url in urls.items():
+            answer = await ask(url, prompt, mode=CONFIGURATIONS[name][0])
             for metric in METRICS:
-                samples[mode][metric].append(getattr(answer, metric))
-    summary = {mode: {metric: summarize(values) for metric, values in by_metric.items()}
-               for mode, by_metric in samples.items()}
-    first_audio = {mode: summary[mode]["time_to_first_audio_ms"]["mean"] for mode in summary}
+                samples[name][metric].append(getattr(answer, metric))
+    summary = {name: {metric: summarize(values) for metric, values in by_metric.items()}
+               for name, by_metric in samples.items()}
+    first_audio = {name: summary[name]["time_to_first_audio_ms"]["mean"] for name in summary}
     ratio = first_audio["batch"] / first_audio["incremental"]
     return {"summary": summary, "first_audio_ratio": round(ratio, 2), "samples_ms": samples, "reference": REFERENCE,
             "machine": platform.platform()}
 
 
 def markdown(results: dict[str, Any], recording: str) -> str:
-    rows = ["| mode | first text p50 | first audio mean | first audio p50 / p95 | total p50 |", "|---|---|---|---|---|"]
-    for mode, metrics in results["summary"].items():
+    rows = ["| configuration | first text p50 | first audio mean | first audio p50 / p95 | total p50 |",
+            "|---|---|---|---|---|"]
+    for name, metrics in results["summary"].items():
         text, first, total = (metrics[m] for m in METRICS)
-        rows.append(f"| {mode} | {text['p50']} ms | {first['mean']} ms | {first['p50']} / {first['p95']} ms | "
+        rows.append(f"| {name} | {text['p50']} ms | {first['mean']} ms | {first['p50']} / {first['p95']} ms | "
                     f"{total['p50']} ms |")
     reference = results["reference"]
     trials = results["summary"]["batch"]["total_ms"]["trials"]
     return "\n".join([
-        f"Replayed recording `{recording}`, {trials} trials per mode, alternating.", "", *rows, "",
-        f"First audio **{results['first_audio_ratio']}x** sooner with incremental speech "
+        f"Replayed recording `{recording}`, {trials} trials per configuration, alternating.", "", *rows, "",
+        f"First audio **{results['first_audio_ratio']}x** sooner with incremental speech than batch "
         f"(reference: {reference['ratio_local']}x local, {reference['ratio_deployed']}x deployed; "
         f"{reference['machine']})."])
 
 
-def main(out_dir: Path, trials: int = 3, recording: str = "long") -> dict[str, Any]:
+def main(out_dir: Path, trials: int = 3, recording: str = "clauses") -> dict[str, Any]:
     with contextlib.ExitStack() as stack:
         tts = stack.enter_context(servers.running(servers.start_tts_server(progress=print)))
-        agent = stack.enter_context(servers.running(servers.start_agent_server(tts.ws_url, replay=recording)))
-        results = asyncio.run(measure(agent.http_url, load_recording(recording).meta.get("prompt", "Go."), trials))
+        urls = {}
+        for name, (_, env) in CONFIGURATIONS.items():
+            agent = servers.start_agent_server(tts.ws_url, replay=recording, env=env)
+            urls[name] = stack.enter_context(servers.running(agent)).http_url
+        results = asyncio.run(measure(urls, load_recording(recording).meta.get("prompt", "Go."), trials))
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "agent.json").write_text(json.dumps(results, indent=2) + "\n")
     (out_dir / "agent.md").write_text(markdown(results, recording) + "\n")
