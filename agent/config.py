@@ -35,7 +35,7 @@ class AgentSettings:
     """AWS_REGION: Bedrock's region; None lets boto3 resolve it."""
     replay: str = "long"
     """VOICE_AGENT_REPLAY: with the replay model, a packaged recording (short, long, markdown,
-    unfinished) or a path."""
+    unfinished, clauses) or a path."""
     local_max_tokens: int = 160
     """VOICE_AGENT_LOCAL_MAX_TOKENS: the local model's answer length limit."""
     local_seed: int = 7

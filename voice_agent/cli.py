@@ -195,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
                              help="which model answers (default: $VOICE_AGENT_MODEL or auto: Bedrock when "
                                   "configured with credentials, else the local SmolLM2 model)")
     serve_agent.add_argument("--replay", help="answer with this recording (implies --model replay): "
-                                              "short, long, markdown, unfinished, or a path")
+                                              "clauses, short, long, markdown, unfinished, or a path")
     serve_agent.add_argument("--replay-speed", type=float, help="replay this many times faster than recorded")
     serve_agent.set_defaults(handler=_serve_agent)
 
@@ -247,8 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="start both servers, ask once in each mode, compare first audio")
     demo.add_argument("--question", help=f"the question to ask (default: {DEMO_QUESTION!r}, or the one the "
                                          "recording answers)")
-    demo.add_argument("--replay", help="answer with a recording (short, long, markdown, unfinished, or a path) "
-                                       "instead of the local model")
+    demo.add_argument("--replay", help="answer with a recording (clauses, short, long, markdown, unfinished, "
+                                       "or a path) instead of the local model")
     demo.add_argument("--out-dir", default="out", help="where the WAV files and server logs go (default: out)")
     demo.set_defaults(handler=_demo)
     return parser
