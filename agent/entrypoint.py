@@ -8,6 +8,7 @@ Configuration comes from the environment (``agent.config``). Run it with
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from bedrock_agentcore.runtime import BedrockAgentCoreApp, RequestContext
 from agent import events
 from agent.chunker import SentenceChunker
 from agent.config import AgentSettings
-from agent.models import build_model
+from agent.models import build_model, model_kind
 from agent.pipeline import RequestError, VoicePipeline, VoiceRequest
 from agent.tts_client import Connect
 
@@ -37,6 +38,8 @@ def tts_target(settings: AgentSettings) -> str | Connect:
 
 def create_app(settings: AgentSettings | None = None) -> BedrockAgentCoreApp:
     settings = settings or AgentSettings.from_env()
+    # Resolve "auto" once: looking for credentials can take seconds where none exist.
+    settings = dataclasses.replace(settings, model=model_kind(settings))
     model = build_model(settings)  # fail at start-up, not on the first request, when misconfigured
     if hasattr(model, "warm_up"):
         model.warm_up()
