@@ -29,3 +29,13 @@ def test_the_tts_and_agent_benchmarks_run_once_and_write_results(tmp_path):
     assert agent["first_audio_ratio"] > 0
     assert set(agent["summary"]) == {"incremental", "incremental, no quick first chunk",
                                      "incremental, no pipelining", "batch"}
+
+
+def test_the_capacity_benchmark_runs_once_and_writes_results(tmp_path):
+    completed = subprocess.run([sys.executable, "-m", "voice_agent.cli", "bench", "capacity", "--trials", "1",
+                                "--out-dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr
+    results = json.loads((tmp_path / "capacity.json").read_text())
+    assert set(results["levels"]) == {"1", "2", "4"}
+    assert all(level["audio_seconds_per_second"] > 0 for level in results["levels"].values())
+    assert results["saturates_at"] in (1, 2, 4)

@@ -103,7 +103,7 @@ def _record(args: argparse.Namespace) -> int:
     return 0
 
 
-BENCH_SUITES = ("chunker", "tts", "agent")
+BENCH_SUITES = ("chunker", "tts", "agent", "capacity")
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -236,7 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="run a benchmark suite; write JSON and Markdown results")
     bench.add_argument("suite", choices=(*BENCH_SUITES, "all"),
                        help="chunker: splitting vs peers; tts: whole passage vs first sentence; "
-                            "agent: batch vs incremental through the real servers")
+                            "agent: batch vs incremental through the real servers; capacity: concurrent "
+                            "sessions against one TTS server")
     bench.add_argument("--out-dir", default="results", help="where results go (default: results)")
     bench.add_argument("--trials", type=int, help="trials per measurement (default: each suite's own)")
     bench.set_defaults(handler=_bench)

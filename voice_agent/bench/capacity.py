@@ -1,0 +1,84 @@
+"""Capacity: 1..N concurrent sessions against one TTS server, each pipelining a three-sentence answer.
+
+Per concurrency level: time to first audio (p50, p95 over all sessions and trials), the real-time
+factor a session experiences (its wall time over the audio it received), and the server's aggregate
+throughput in seconds of audio per second. The server runs one inference at a time, so throughput
+levels off once the cores are busy and time to first audio grows with the queue; the level where
+throughput stops growing is where this machine saturates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import tts_protocol
+from agent.tts_client import TTSSession
+from voice_agent import servers
+from voice_agent.bench.tts import summarize
+
+ANSWER = ["The first sentence starts the answer.", "A second one adds a little detail to it.",
+          "The third sentence closes it."]
+LEVELS = (1, 2, 4)
+
+
+async def one_session(url: str) -> tuple[float, float, float]:
+    """(time to first audio ms, wall seconds, audio seconds) for one pipelined answer."""
+    async with TTSSession(url) as tts:
+        started = time.perf_counter()
+        streams = [await tts.synthesize(text) for text in ANSWER]
+        first, audio = None, 0
+        for stream in streams:
+            async for chunk in stream:
+                first = first if first is not None else (time.perf_counter() - started) * 1000
+                audio += len(chunk)
+        return first or 0.0, time.perf_counter() - started, tts_protocol.pcm16_seconds(audio)
+
+
+async def measure(url: str, trials: int, levels: tuple[int, ...] = LEVELS) -> dict[str, Any]:
+    await one_session(url)  # warm up
+    results: dict[str, Any] = {}
+    for level in levels:
+        first_audio, factors, throughput = [], [], []
+        for _ in range(trials):
+            started = time.perf_counter()
+            sessions = await asyncio.gather(*(one_session(url) for _ in range(level)))
+            wall = time.perf_counter() - started
+            first_audio += [first for first, _, _ in sessions]
+            factors += [elapsed / audio for _, elapsed, audio in sessions]
+            throughput.append(sum(audio for _, _, audio in sessions) / wall)
+        results[str(level)] = {"time_to_first_audio_ms": summarize(first_audio),
+                               "session_rtf": summarize(factors),
+                               "audio_seconds_per_second": round(sum(throughput) / len(throughput), 2)}
+    best = max(results.values(), key=lambda level: level["audio_seconds_per_second"])["audio_seconds_per_second"]
+    saturated = next(level for level, figures in results.items()
+                     if figures["audio_seconds_per_second"] >= 0.9 * best)
+    return {"levels": results, "saturates_at": int(saturated), "machine": platform.platform(), "trials": trials}
+
+
+def markdown(results: dict[str, Any]) -> str:
+    rows = ["| sessions | first audio p50 / p95 | session RTF p50 / p95 | audio s per s (server) |",
+            "|---|---|---|---|"]
+    for level, figures in results["levels"].items():
+        first, rtf = figures["time_to_first_audio_ms"], figures["session_rtf"]
+        rows.append(f"| {level} | {first['p50']} / {first['p95']} ms | {rtf['p50']} / {rtf['p95']} | "
+                    f"{figures['audio_seconds_per_second']} |")
+    return "\n".join([f"{results['trials']} trial(s) per level; {results['machine']}.", "", *rows, "",
+                      f"Throughput reaches 90% of its best at {results['saturates_at']} concurrent session(s)."])
+
+
+def main(out_dir: Path, trials: int = 2, tts_url: str | None = None) -> dict[str, Any]:
+    with contextlib.ExitStack() as stack:
+        if tts_url is None:
+            tts_url = stack.enter_context(servers.running(servers.start_tts_server(progress=print))).ws_url
+        results = asyncio.run(measure(tts_url, trials))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "capacity.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out_dir / "capacity.md").write_text(markdown(results) + "\n")
+    print(markdown(results))
+    return results
