@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import platform
 from pathlib import Path
 from typing import Any
 
 from agent.replay_model import load_recording
 from voice_agent import servers
+from voice_agent.bench import write_results
 from voice_agent.bench.tts import summarize
 from voice_agent.caller import ask
 
@@ -72,8 +72,5 @@ def main(out_dir: Path, trials: int = 3, recording: str = "clauses") -> dict[str
             agent = servers.start_agent_server(tts.ws_url, replay=recording, env=env)
             urls[name] = stack.enter_context(servers.running(agent)).http_url
         results = asyncio.run(measure(urls, load_recording(recording).meta.get("prompt", "Go."), trials))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "agent.json").write_text(json.dumps(results, indent=2) + "\n")
-    (out_dir / "agent.md").write_text(markdown(results, recording) + "\n")
-    print(markdown(results, recording))
+    write_results(out_dir, "agent", results, markdown(results, recording))
     return results

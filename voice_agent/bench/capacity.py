@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import platform
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 import tts_protocol
 from agent.tts_client import TTSSession
 from voice_agent import servers
+from voice_agent.bench import write_results
 from voice_agent.bench.tts import summarize
 
 ANSWER = ["The first sentence starts the answer.", "A second one adds a little detail to it.",
@@ -77,8 +77,5 @@ def main(out_dir: Path, trials: int = 2, tts_url: str | None = None) -> dict[str
         if tts_url is None:
             tts_url = stack.enter_context(servers.running(servers.start_tts_server(progress=print))).ws_url
         results = asyncio.run(measure(tts_url, trials))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "capacity.json").write_text(json.dumps(results, indent=2) + "\n")
-    (out_dir / "capacity.md").write_text(markdown(results) + "\n")
-    print(markdown(results))
+    write_results(out_dir, "capacity", results, markdown(results))
     return results

@@ -11,7 +11,6 @@ its throughput in characters per second. Peers:
 
 from __future__ import annotations
 
-import json
 import platform
 import re
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.chunker import SentenceChunker
+from voice_agent.bench import write_results
 from voice_agent.bench.chunker_corpus import CASES
 
 Splitter = Callable[[str], list[str]]
@@ -115,8 +115,5 @@ def markdown(results: dict[str, Any]) -> str:
 
 def main(out_dir: Path, trials: int = 3) -> dict[str, Any]:
     results = run(trials)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "chunker.json").write_text(json.dumps(results, indent=2) + "\n")
-    (out_dir / "chunker.md").write_text(markdown(results) + "\n")
-    print(markdown(results))
+    write_results(out_dir, "chunker", results, markdown(results))
     return results

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import platform
 import statistics
 import time
@@ -19,6 +18,7 @@ from typing import Any
 
 from agent.tts_client import TTSSession
 from voice_agent import servers
+from voice_agent.bench import write_results
 
 PASSAGE = (
     "Streaming speech lets a voice agent start talking before it has finished thinking. "
@@ -83,8 +83,5 @@ def main(out_dir: Path, trials: int = 5, tts_url: str | None = None) -> dict[str
             server = stack.enter_context(servers.running(servers.start_tts_server(progress=print)))
             tts_url = server.ws_url
         results = asyncio.run(measure(tts_url, trials))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "tts.json").write_text(json.dumps(results, indent=2) + "\n")
-    (out_dir / "tts.md").write_text(markdown(results) + "\n")
-    print(markdown(results))
+    write_results(out_dir, "tts", results, markdown(results))
     return results
