@@ -41,7 +41,6 @@ Latency controls, each a constructor parameter:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 TERMINATORS = ".!?…"
 CJK_TERMINATORS = "。！？"
@@ -79,14 +78,6 @@ all each every no not one two three please let let's it's that's there's we're t
 """.split())
 
 
-@dataclass(frozen=True)
-class _Split:
-    end: int
-    """The chunk is ``text[:end]``."""
-    clause: bool = False
-    """Cut at a clause mark or a space rather than a sentence end."""
-
-
 class SentenceChunker:
     """Split a stream of text deltas into speakable chunks as soon as each one is certainly complete."""
 
@@ -108,9 +99,9 @@ class SentenceChunker:
         # the same whatever the delta boundaries (the maximum length counts from its first character).
         self._buffer = (self._buffer + delta).lstrip()
         chunks: list[str] = []
-        while (split := self._next_split()) is not None:
-            chunk = self._buffer[:split.end].strip()
-            self._buffer = self._buffer[split.end:].lstrip()
+        while (end := self._next_split()) is not None:
+            chunk = self._buffer[:end].strip()
+            self._buffer = self._buffer[end:].lstrip()
             self._emit(chunk, chunks)
         return chunks
 
@@ -133,7 +124,7 @@ class SentenceChunker:
         self._emitted = True
         out.append(chunk)
 
-    def _next_split(self) -> _Split | None:
+    def _next_split(self) -> int | None:
         """Where the first chunk of the buffer certainly ends, or None when that is not known yet.
 
         Only ``text[:max_chars]`` and the lookahead its decisions need are ever examined, which is
@@ -149,7 +140,7 @@ class SentenceChunker:
             char = text[index]
             if char == "\n":
                 if text[:index].strip():
-                    return _Split(index + 1)
+                    return index + 1
             elif char in OPENING_BRACKETS:
                 depth += 1
             elif char in CLOSING_BRACKETS:
@@ -163,7 +154,7 @@ class SentenceChunker:
             elif char in CJK_TERMINATORS:
                 end = _skip(text, index + 1, CJK_TERMINATORS + CLOSERS)
                 if depth == 0 and not quoted:  # 「はい。」と言った。 is one sentence
-                    return _Split(end) if end < len(text) else None
+                    return end if end < len(text) else None
                 depth, quoted = _close(text[index + 1:end], depth, quoted)
                 index = end
                 continue
@@ -172,17 +163,17 @@ class SentenceChunker:
                 depth, quoted = _close(text[index + 1:end], depth, quoted)
                 decision = self._decide(text, index, end, balanced=depth == 0 and not quoted)
                 if decision is None or decision:
-                    return _Split(end) if decision else None
+                    return end if decision else None
                 index = end
                 continue
             elif quick and char in CLAUSE_MARKS and depth == 0 and not quoted:
                 if index + 1 >= len(text):
                     return None
                 if text[index + 1].isspace() and len(text[:index].split()) >= self.first_chunk_min_words:
-                    return _Split(index + 1, clause=True)
+                    return index + 1
             index += 1
         if len(text) > self.max_chars:
-            return _Split(_clause_cut(text, self.max_chars), clause=True)
+            return _clause_cut(text, self.max_chars)
         return None
 
     @staticmethod

@@ -154,8 +154,6 @@ class SynthesisStream:
 
     def __init__(self, request: protocol.Synthesize, *, max_buffered_chunks: int, chunk_timeout: float) -> None:
         self.request = request
-        self.request_id = request.request_id
-        self.text = request.text
         self.sample_rate = protocol.SAMPLE_RATE
         self.stats: dict[str, Any] = {}
         self.attempts = 1
@@ -165,6 +163,10 @@ class SynthesisStream:
         self._accepted = 0
         self._skip = 0
         self._finished = False
+
+    @property
+    def request_id(self) -> str:
+        return self.request.request_id
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self._chunks()
