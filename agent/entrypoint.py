@@ -58,7 +58,7 @@ def create_app(settings: AgentSettings | None = None) -> BedrockAgentCoreApp:
             return
         # X-Amzn-Bedrock-AgentCore-Runtime-Session-Id: turns of one session share a conversation.
         async for event in pipeline.answer(request, context.session_id):
-            yield event
+            yield events.to_json(event)
 
     return app
 

@@ -3,16 +3,25 @@
 Over HTTP each event is one SSE ``data: {json}`` line. Every event has ``type`` and ``seq`` (0, 1,
 2, ... within one answer). An answer ends with exactly one ``end`` (success) or ``error`` event.
 
-- ``start``: ``mode``, ``sample_rate``, ``format`` of the audio to come; ``session_id`` (the
+- ``start``: ``mode``, ``sample_rate``, ``format`` of the audio to come (``pcm16``, ``wav``,
+  ``mp3``, ``aac``, ``opus``: see ``agent.audio_encoding``); ``session_id`` (the
   AgentCore runtime session, or null) and ``turn`` (1 for a session's first answer)
 - ``text``: ``text``, a delta of the model's answer as it streams
 - ``sentence``: ``index``, ``text`` (as written), ``speech`` (as sent to TTS); sent when a chunk
   goes to synthesis. ``speech`` is empty when the chunk has nothing to say (it then has no audio).
-- ``audio``: ``index`` of its sentence, ``audio`` (Base64 PCM16 LE mono), ``sample_rate``
+- ``audio``: ``index`` of its sentence, ``audio`` (Base64 bytes of the answer's audio stream),
+  ``sample_rate``. The ``audio`` fields of one answer, concatenated, are ONE stream in the start
+  event's format (for ``pcm16``, mono signed 16-bit little-endian samples); encoded formats carry
+  their header in the first audio event and their last frames in an audio event after the last
+  sentence's, so ``index`` tells which sentence's PCM the bytes came from, as near as the encoder's
+  framing allows.
 - ``end``: ``metrics`` (times in ms from the request: ``time_to_first_text_ms``,
   ``time_to_first_audio_ms``, ``first_sentence_ms``, ``model_ms``, ``total_ms``; and
-  ``sentences``, ``audio_bytes``, ``audio_seconds``; ``truncated`` when the model stopped at its
-  token limit, in which case what it wrote is still spoken)
+  ``sentences``, ``audio_bytes`` (sent to the caller, in its format), ``audio_seconds`` (of
+  speech); ``truncated`` when the model stopped at its
+  token limit, in which case what it wrote is still spoken; ``cancelled`` when the caller cancelled
+  the answer (barge-in), with ``stop_ms``, the milliseconds from the cancel until the model stream
+  and the TTS session had stopped; null otherwise)
 - ``error``: ``code``, ``message``
 """
 
@@ -48,9 +57,25 @@ def sentence(index: int, written: str, speech: str) -> dict[str, Any]:
     return {"type": SENTENCE, "index": index, "text": written, "speech": speech}
 
 
-def audio(index: int, pcm: bytes, sample_rate: int) -> dict[str, Any]:
-    return {"type": AUDIO, "index": index, "audio": base64.b64encode(pcm).decode("ascii"),
-            "sample_rate": sample_rate}
+def audio(index: int, data: bytes, sample_rate: int) -> dict[str, Any]:
+    """An audio event as the pipeline yields it: ``audio`` holds the raw bytes. Each leg encodes
+    it its own way: :func:`to_json` (Base64, for SSE) or :func:`split_audio` (a binary frame)."""
+    return {"type": AUDIO, "index": index, "audio": data, "sample_rate": sample_rate}
+
+
+def to_json(event: dict[str, Any]) -> dict[str, Any]:
+    """The event as JSON-safe data: an audio event's bytes as Base64 text."""
+    if event["type"] == AUDIO and isinstance(event["audio"], bytes):
+        return {**event, "audio": base64.b64encode(event["audio"]).decode("ascii")}
+    return event
+
+
+def split_audio(event: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    """An audio event for a binary leg: a JSON header (``bytes`` instead of ``audio``) and the bytes
+    themselves, sent as the next binary frame."""
+    data = event["audio"]
+    header = {key: value for key, value in event.items() if key != "audio"}
+    return {**header, "bytes": len(data)}, data
 
 
 def decode_audio(event: dict[str, Any]) -> bytes:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
@@ -29,6 +30,7 @@ from strands.types.exceptions import MaxTokensReachedException
 
 import tts_protocol
 from agent import events
+from agent.audio_encoding import DEFAULT_FORMAT, FORMATS, StreamEncoder
 from agent.chunker import SentenceChunker
 from agent.speech_text import SpeechText
 from agent.tts_client import Connect, TTSError, TTSSession
@@ -38,6 +40,9 @@ log = logging.getLogger(__name__)
 MODES = ("incremental", "batch")
 MAX_PROMPT_CHARS = 4_000
 """Longest prompt accepted; a spoken question is far shorter."""
+VOICE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+"""What a voice name looks like (Kokoro's are like ``af_heart``); whether the TTS server has the
+voice is its answer to the first sentence: ``invalid_request``, before any audio."""
 MAX_QUEUED_EVENTS = 256
 """Caller events buffered ahead of a slow caller before the stages wait for it."""
 MAX_PENDING_SENTENCES = 64
@@ -54,13 +59,14 @@ class VoiceRequest:
     mode: str = "incremental"
     voice: str | None = None
     speed: float = 1.0
+    format: str = DEFAULT_FORMAT
 
     @classmethod
     def from_payload(cls, payload: Any) -> VoiceRequest:
         """Validate an invocation payload; raises :class:`RequestError` with a clear message."""
         if not isinstance(payload, dict):
             raise RequestError("the payload must be a JSON object")
-        unknown = set(payload) - {"prompt", "mode", "voice", "speed"}
+        unknown = set(payload) - {"prompt", "mode", "voice", "speed", "format"}
         if unknown:
             raise RequestError(f"unknown fields: {', '.join(sorted(unknown))}")
         prompt = payload.get("prompt")
@@ -72,13 +78,16 @@ class VoiceRequest:
         if mode not in MODES:
             raise RequestError(f"mode must be one of {', '.join(MODES)}")
         voice = payload.get("voice")
-        if voice is not None and (not isinstance(voice, str) or not voice):
-            raise RequestError("voice must be a non-empty string")
+        if voice is not None and (not isinstance(voice, str) or not VOICE_NAME.fullmatch(voice)):
+            raise RequestError("voice must be a voice name: 1 to 64 letters, digits, '_', '-' or '.'")
         speed = payload.get("speed", 1.0)
         if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not (
                 tts_protocol.MIN_SPEED <= speed <= tts_protocol.MAX_SPEED):
             raise RequestError(f"speed must be a number from {tts_protocol.MIN_SPEED} to {tts_protocol.MAX_SPEED}")
-        return cls(prompt=prompt, mode=mode, voice=voice, speed=float(speed))
+        fmt = payload.get("format", DEFAULT_FORMAT)
+        if fmt not in FORMATS:
+            raise RequestError(f"format must be one of {', '.join(FORMATS)}")
+        return cls(prompt=prompt, mode=mode, voice=voice, speed=float(speed), format=fmt)
 
 
 class _Clock:
@@ -149,23 +158,44 @@ class VoicePipeline:
             model=self._model_factory(), system_prompt=self._system_prompt, callback_handler=None,
             conversation_manager=SlidingWindowConversationManager(window_size=WINDOW_MESSAGES)))
 
-    async def answer(self, request: VoiceRequest, session_id: str | None = None) -> AsyncIterator[dict[str, Any]]:
+    async def answer(self, request: VoiceRequest, session_id: str | None = None,
+                     cancel: asyncio.Event | None = None) -> AsyncIterator[dict[str, Any]]:
         """Yield the caller events of one answer, numbered by ``seq``, ending with ``end`` or ``error``.
-        Answers with the same ``session_id`` continue one conversation."""
+        Answers with the same ``session_id`` continue one conversation.
+
+        Barge-in: setting ``cancel`` stops the model stream and the TTS session, drops the events
+        not yet yielded, and ends the answer with ``end`` (``cancelled``, ``stop_ms``). Closing the
+        generator (the caller went away) stops them the same way. Either way the conversation keeps
+        what the caller was sent of the answer, so the next turn sees what was actually said."""
         seq = 0
+        sentences: dict[int, str] = {}
+        sent_up_to = -1  # the last sentence whose audio the caller was sent (some of)
+        completed = False
         async with self.conversations.turn(session_id) as (agent, turn):
-            async for event in self._events(request, agent, session_id, turn):
-                yield {**event, "seq": seq}
-                seq += 1
+            history = len(agent.messages)
+            try:
+                async for event in self._events(request, agent, session_id, turn, cancel or asyncio.Event()):
+                    if event["type"] == events.SENTENCE:
+                        sentences[event["index"]] = event["text"]
+                    elif event["type"] == events.AUDIO:
+                        sent_up_to = max(sent_up_to, event["index"])
+                    elif event["type"] == events.END:
+                        completed = not event["metrics"]["cancelled"]
+                    yield {**event, "seq": seq}
+                    seq += 1
+            finally:
+                if not completed:
+                    said = " ".join(text for index, text in sorted(sentences.items()) if index <= sent_up_to)
+                    _keep_what_was_said(agent, history, request.prompt, said)
 
     async def _events(self, request: VoiceRequest, agent: Agent, session_id: str | None,
-                      turn: int) -> AsyncIterator[dict[str, Any]]:
+                      turn: int, cancel: asyncio.Event) -> AsyncIterator[dict[str, Any]]:
         clock = _Clock()
         output: asyncio.Queue[Any] = asyncio.Queue(MAX_QUEUED_EVENTS)
         pending: asyncio.Queue[Any] = asyncio.Queue(MAX_PENDING_SENTENCES)
-        totals = {"sentences": 0, "audio_bytes": 0, "truncated": 0}
+        totals = {"sentences": 0, "audio_bytes": 0, "pcm_bytes": 0, "truncated": 0}
         speech_text = SpeechText()
-        yield events.start(request.mode, tts_protocol.SAMPLE_RATE, tts_protocol.FORMAT_PCM16, session_id, turn)
+        yield events.start(request.mode, tts_protocol.SAMPLE_RATE, request.format, session_id, turn)
         try:
             tts = self._session_factory(self._tts_target, voice=request.voice or self._default_voice,
                                         speed=request.speed)
@@ -213,17 +243,30 @@ class VoicePipeline:
                     await send(sentence)
             await pending.put(_DONE)
 
+        encoder = StreamEncoder(request.format)
+
+        async def relay(index: int, data: bytes) -> None:
+            if data:
+                clock.mark("first_audio")
+                totals["audio_bytes"] += len(data)
+                await output.put(events.audio(index, data, tts_protocol.SAMPLE_RATE))
+
         async def audio_stage() -> None:
+            index = 0
             while (item := await pending.get()) is not _DONE:
                 index, stream = item
                 if stream is not None:
+                    if stream.sample_rate != encoder.sample_rate:
+                        raise TTSError(f"the TTS server sent {stream.sample_rate} Hz audio; the agent expects "
+                                       f"{encoder.sample_rate} Hz")
                     async for chunk in stream:
-                        clock.mark("first_audio")
-                        totals["audio_bytes"] += len(chunk)
-                        await output.put(events.audio(index, chunk, stream.sample_rate))
+                        totals["pcm_bytes"] += len(chunk)
+                        await relay(index, encoder.encode(chunk))
                 async with relayed:
                     relayed_count[0] += 1
                     relayed.notify_all()
+            # One stream per answer: the encoder's last frames and the container's end come once.
+            await relay(index, encoder.finish() if totals["pcm_bytes"] else b"")
 
         async def run_stages() -> None:
             try:
@@ -231,26 +274,56 @@ class VoicePipeline:
                     group.create_task(text_stage())
                     group.create_task(audio_stage())
             except* TTSError as failure:
-                await output.put(events.error(events.TTS_FAILED, str(failure.exceptions[0])))
+                exc = failure.exceptions[0]
+                code = events.INVALID_REQUEST if exc.code == tts_protocol.UNKNOWN_VOICE else events.TTS_FAILED
+                await output.put(events.error(code, str(exc)))
             except* Exception as failure:
                 log.error("answer failed", exc_info=failure.exceptions[0])
                 await output.put(events.error(events.MODEL_FAILED, str(failure.exceptions[0])))
             else:
-                await output.put(events.end(self._metrics(clock, totals)))
+                await output.put(events.end({**self._metrics(clock, totals), "cancelled": False, "stop_ms": None}))
             await output.put(_DONE)
 
-        runner = asyncio.create_task(run_stages(), name="voice-pipeline")
-        try:
-            while (event := await output.get()) is not _DONE:
-                yield event
-            await runner
-            await tts.close()
-        finally:
+        async def stop() -> float:
+            """Stop the model stream and the TTS session; the milliseconds it took."""
+            started = time.perf_counter()
             if not runner.done():
                 runner.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await runner
             await tts.abort()
+            return round((time.perf_counter() - started) * 1000, 1)
+
+        async def barge_in() -> None:
+            await cancel.wait()
+            if runner.done():
+                return  # the answer had already ended
+            stop_ms = await stop()
+            while not output.empty():  # what the caller has not been sent is dropped
+                output.get_nowait()
+            log.info("answer cancelled by the caller: model stream and TTS session stopped in %.1f ms", stop_ms)
+            await output.put(events.end({**self._metrics(clock, totals), "cancelled": True, "stop_ms": stop_ms}))
+            await output.put(_DONE)
+
+        runner = asyncio.create_task(run_stages(), name="voice-pipeline")
+        watcher = asyncio.create_task(barge_in(), name="voice-pipeline-cancel")
+        finished = False
+        try:
+            while (event := await output.get()) is not _DONE:
+                yield event
+            finished = True
+            if not runner.cancelled():  # not a barge-in: let the TTS session finish cleanly
+                await runner
+                await tts.close()
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+            if not finished:
+                log.info("answer abandoned by the caller: model stream and TTS session stopped in %.1f ms",
+                         await stop())
+            await tts.abort()
+            encoder.close()
 
     @staticmethod
     def _metrics(clock: _Clock, totals: dict[str, int]) -> dict[str, Any]:
@@ -263,6 +336,17 @@ class VoicePipeline:
             "total_ms": clock.now_ms(),
             "sentences": totals["sentences"],
             "audio_bytes": totals["audio_bytes"],
-            "audio_seconds": round(tts_protocol.pcm16_seconds(totals["audio_bytes"]), 3),
+            "audio_seconds": round(tts_protocol.pcm16_seconds(totals["pcm_bytes"]), 3),
             "truncated": bool(totals["truncated"]),
         }
+
+
+def _keep_what_was_said(agent: Agent, history: int, prompt: str, said: str) -> None:
+    """After an answer that did not complete (cancelled, abandoned, failed), leave the conversation
+    as the caller experienced it: the question and what was sent of the answer, or, when nothing
+    was, no trace of the turn. Strands leaves the question without an answer when its stream is
+    cancelled, and Bedrock refuses a conversation whose roles do not alternate."""
+    del agent.messages[history:]
+    if said:
+        agent.messages.append({"role": "user", "content": [{"text": prompt}]})
+        agent.messages.append({"role": "assistant", "content": [{"text": said}]})

@@ -25,3 +25,38 @@ def assert_speech_like(pcm: bytes, text: str) -> None:
     characters = len(text)
     assert characters / 36 <= seconds <= characters / 6 + 0.5, (
         f"{seconds:.2f} s of audio is implausible for {characters} characters: {text!r}")
+
+
+def decode(stream: bytes, sample_rate: int = tts_protocol.SAMPLE_RATE) -> np.ndarray:
+    """Any of the caller formats, decoded by FFmpeg (PyAV) to mono float samples at ``sample_rate``."""
+    import io
+
+    import av
+
+    resampler = av.AudioResampler(format="s16", layout="mono", rate=sample_rate)
+    parts = []
+    with av.open(io.BytesIO(stream)) as container:
+        for frame in container.decode(audio=0):
+            for out in resampler.resample(frame):
+                parts.append(out.to_ndarray().reshape(-1))
+    for out in resampler.resample(None):
+        parts.append(out.to_ndarray().reshape(-1))
+    return np.concatenate(parts).astype(np.float64) / 32768.0 if parts else np.zeros(0)
+
+
+def envelope(values: np.ndarray, window: int = 480) -> np.ndarray:
+    """RMS per 20 ms window (at 24 kHz): the shape of speech, which lossy codecs keep."""
+    usable = values[:len(values) - len(values) % window]
+    return np.sqrt(np.mean(usable.reshape(-1, window) ** 2, axis=1))
+
+
+def best_envelope_match(reference: np.ndarray, other: np.ndarray, max_lag: int = 10) -> float:
+    """The highest correlation of two envelopes over lags up to ``max_lag`` windows either way
+    (encoders add a few milliseconds of delay at the start)."""
+    best = -1.0
+    for lag in range(-max_lag, max_lag + 1):
+        a, b = (reference[lag:], other) if lag >= 0 else (reference, other[-lag:])
+        size = min(len(a), len(b))
+        if size > 10:
+            best = max(best, float(np.corrcoef(a[:size], b[:size])[0, 1]))
+    return best

@@ -125,6 +125,9 @@ async def test_the_unpunctuated_tail_is_flushed_and_spoken(agent_server):
     ({"prompt": "hi", "mode": "sideways"}, "mode"),
     ({"prompt": "hi", "speed": 7}, "speed"),
     ({"prompt": "hi", "colour": "blue"}, "unknown fields"),
+    ({"prompt": "hi", "voice": "../../etc/passwd"}, "voice"),
+    ({"prompt": "hi", "voice": "x" * 65}, "voice"),
+    ({"prompt": "hi", "format": "flac"}, "format"),
 ])
 async def test_an_invalid_payload_gets_an_error_event(agent_server, payload, message):
     _, events = await raw_answer(agent_server("short").http_url, payload)
@@ -133,10 +136,11 @@ async def test_an_invalid_payload_gets_an_error_event(agent_server, payload, mes
     assert message in events[0]["message"]
 
 
-async def test_an_unknown_voice_ends_the_answer_with_a_tts_error(agent_server):
+async def test_an_unknown_voice_is_refused_before_any_audio(agent_server):
     _, events = await raw_answer(agent_server("short").http_url, {"prompt": "hi", "voice": "nobody"})
+    assert "audio" not in [event["type"] for event in events]
     assert events[-1]["type"] == "error"
-    assert events[-1]["code"] == "tts_failed" and "unknown_voice" in events[-1]["message"]
+    assert events[-1]["code"] == "invalid_request" and "unknown_voice" in events[-1]["message"]
 
 
 async def test_turns_of_one_agentcore_session_continue_one_conversation(agent_server):

@@ -21,6 +21,7 @@ import botocore.exceptions
 
 import tts_protocol
 from agent import events
+from agent.audio_encoding import DEFAULT_FORMAT
 
 DEFAULT_TIMEOUT = 300.0
 """Seconds an answer may take in total."""
@@ -79,8 +80,10 @@ class Answer:
     """One answer as the caller received it; times are milliseconds from sending the request."""
 
     mode: str
+    format: str = DEFAULT_FORMAT
     text: str = ""
-    pcm: bytearray = field(default_factory=bytearray)
+    audio: bytearray = field(default_factory=bytearray)
+    """The answer's audio stream, in ``format`` (raw samples for ``pcm16``)."""
     sample_rate: int = tts_protocol.SAMPLE_RATE
     sentences: dict[int, str] = field(default_factory=dict)
     audio_by_sentence: dict[int, int] = field(default_factory=dict)
@@ -93,11 +96,15 @@ class Answer:
 
     @property
     def audio_seconds(self) -> float:
-        return tts_protocol.pcm16_seconds(len(self.pcm), self.sample_rate)
+        """Seconds of speech: counted from the samples for ``pcm16``, else as the agent reports it."""
+        if self.format == tts_protocol.FORMAT_PCM16:
+            return tts_protocol.pcm16_seconds(len(self.audio), self.sample_rate)
+        return float(self.server_metrics.get("audio_seconds") or 0.0)
 
     def summary(self) -> dict[str, Any]:
         return {
             "mode": self.mode,
+            "format": self.format,
             "time_to_first_text_ms": self.time_to_first_text_ms,
             "time_to_first_audio_ms": self.time_to_first_audio_ms,
             "total_ms": self.total_ms,
@@ -108,8 +115,10 @@ class Answer:
         }
 
 
-def _payload(prompt: str, mode: str, voice: str | None, speed: float | None) -> dict[str, Any]:
+def _payload(prompt: str, mode: str, voice: str | None, speed: float | None, fmt: str) -> dict[str, Any]:
     payload: dict[str, Any] = {"prompt": prompt, "mode": mode}
+    if fmt != DEFAULT_FORMAT:
+        payload["format"] = fmt
     if voice is not None:
         payload["voice"] = voice
     if speed is not None:
@@ -120,8 +129,8 @@ def _payload(prompt: str, mode: str, voice: str | None, speed: float | None) -> 
 class _Collector:
     """Bytes of an SSE answer in, whatever their chunking; the :class:`Answer` out."""
 
-    def __init__(self, mode: str, on_event: Callable[[dict[str, Any]], None] | None) -> None:
-        self.answer = Answer(mode=mode)
+    def __init__(self, mode: str, fmt: str, on_event: Callable[[dict[str, Any]], None] | None) -> None:
+        self.answer = Answer(mode=mode, format=fmt)
         self._decoder = SSEDecoder()
         self._on_event = on_event
         self._started = time.perf_counter()
@@ -145,17 +154,17 @@ class _Collector:
 
 
 async def ask(url: str, prompt: str, *, mode: str = "incremental", voice: str | None = None,
-              speed: float | None = None, timeout: float = DEFAULT_TIMEOUT,
+              speed: float | None = None, fmt: str = DEFAULT_FORMAT, timeout: float = DEFAULT_TIMEOUT,
               read_timeout: float = DEFAULT_READ_TIMEOUT,
               on_event: Callable[[dict[str, Any]], None] | None = None) -> Answer:
     """POST the prompt to ``{url}/invocations`` and collect the streamed answer.
 
     Raises :class:`CallerError` for an HTTP error, a malformed stream, or an ``error`` event.
     """
-    collector = _Collector(mode, on_event)
+    collector = _Collector(mode, fmt, on_event)
     client_timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=10, sock_read=read_timeout)
     async with aiohttp.ClientSession(timeout=client_timeout) as session:
-        async with session.post(f"{url.rstrip('/')}/invocations", json=_payload(prompt, mode, voice, speed),
+        async with session.post(f"{url.rstrip('/')}/invocations", json=_payload(prompt, mode, voice, speed, fmt),
                                 headers={"Accept": "text/event-stream"}) as response:
             if response.status != 200 or not response.content_type.startswith("text/event-stream"):
                 body = (await response.read())[:2000].decode("utf-8", "replace")
@@ -171,8 +180,9 @@ def new_session_id() -> str:
 
 
 def ask_runtime(runtime_arn: str, prompt: str, *, mode: str = "incremental", voice: str | None = None,
-                speed: float | None = None, qualifier: str | None = None, session_id: str | None = None,
-                region: str | None = None, endpoint_url: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                speed: float | None = None, fmt: str = DEFAULT_FORMAT, qualifier: str | None = None,
+                session_id: str | None = None, region: str | None = None, endpoint_url: str | None = None,
+                timeout: float = DEFAULT_TIMEOUT,
                 read_timeout: float = DEFAULT_READ_TIMEOUT,
                 on_event: Callable[[dict[str, Any]], None] | None = None) -> Answer:
     """Ask a deployed agent through the AgentCore ``InvokeAgentRuntime`` API (boto3, SigV4) and
@@ -183,11 +193,11 @@ def ask_runtime(runtime_arn: str, prompt: str, *, mode: str = "incremental", voi
     client = boto3.client("bedrock-agentcore", region_name=region, endpoint_url=endpoint_url, config=config)
     request: dict[str, Any] = {
         "agentRuntimeArn": runtime_arn, "runtimeSessionId": session_id or new_session_id(),
-        "payload": json.dumps(_payload(prompt, mode, voice, speed)).encode(),
+        "payload": json.dumps(_payload(prompt, mode, voice, speed, fmt)).encode(),
         "contentType": "application/json", "accept": "text/event-stream"}
     if qualifier:
         request["qualifier"] = qualifier
-    collector = _Collector(mode, on_event)
+    collector = _Collector(mode, fmt, on_event)
     deadline = time.monotonic() + timeout
     try:
         response = client.invoke_agent_runtime(**request)
@@ -233,16 +243,20 @@ def _apply(answer: Answer, event: dict[str, Any], elapsed_ms: Callable[[], float
     elif kind == events.AUDIO:
         if answer.time_to_first_audio_ms is None:
             answer.time_to_first_audio_ms = elapsed_ms()
-        pcm = events.decode_audio(event)
+        data = events.decode_audio(event)
         answer.sample_rate = event["sample_rate"]
-        answer.pcm += pcm
-        answer.audio_by_sentence[event["index"]] = answer.audio_by_sentence.get(event["index"], 0) + len(pcm)
+        answer.audio += data
+        answer.audio_by_sentence[event["index"]] = answer.audio_by_sentence.get(event["index"], 0) + len(data)
     elif kind == events.END:
         answer.server_metrics = event["metrics"]
     elif kind == events.ERROR:
         raise CallerError(f"the agent reported an error: {event.get('code')}: {event.get('message')}")
 
 
-def write_wav(path: str, answer: Answer) -> None:
+def write_audio(path: str, answer: Answer) -> None:
+    """The answer's audio as a playable file: ``pcm16`` wrapped in WAV, other formats as streamed."""
+    data = bytes(answer.audio)
+    if answer.format == tts_protocol.FORMAT_PCM16:
+        data = tts_protocol.pcm16_to_wav(data, answer.sample_rate)
     with open(path, "wb") as handle:
-        handle.write(tts_protocol.pcm16_to_wav(bytes(answer.pcm), answer.sample_rate))
+        handle.write(data)

@@ -42,7 +42,7 @@ def _serve_agent(args: argparse.Namespace) -> int:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from voice_agent.caller import CallerError, ask, ask_runtime, write_wav
+    from voice_agent.caller import CallerError, ask, ask_runtime, write_audio
 
     def show(event: dict[str, Any]) -> None:
         if event["type"] == "text":
@@ -51,16 +51,17 @@ def _ask(args: argparse.Namespace) -> int:
     try:
         if args.runtime_arn:
             answer = ask_runtime(args.runtime_arn, args.question, mode=args.mode, voice=args.voice, speed=args.speed,
+                                 fmt=args.format,
                                  qualifier=args.qualifier, session_id=args.session_id, region=args.region,
                                  endpoint_url=args.endpoint_url, timeout=args.timeout, on_event=show)
         else:
             answer = asyncio.run(ask(args.url, args.question, mode=args.mode, voice=args.voice, speed=args.speed,
-                                     timeout=args.timeout, on_event=show))
+                                     fmt=args.format, timeout=args.timeout, on_event=show))
     except (CallerError, OSError, TimeoutError) as exc:
         print(f"\nerror: {exc}", file=sys.stderr)
         return 1
     if args.out:
-        write_wav(args.out, answer)
+        write_audio(args.out, answer)
     summary = answer.summary()
     if args.json:
         print(file=sys.stderr)
@@ -127,7 +128,7 @@ def _prepare_model(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from agent.replay_model import load_recording
     from voice_agent import servers
-    from voice_agent.caller import ask, write_wav
+    from voice_agent.caller import ask, write_audio
 
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -147,7 +148,7 @@ def _demo(args: argparse.Namespace) -> int:
                 answer = asyncio.run(ask(agent.http_url, prompt, mode=mode, on_event=lambda event: print(
                     event["text"], end="", flush=True) if event["type"] == "text" else None))
                 path = out_dir / f"answer-{mode}.wav"
-                write_wav(str(path), answer)
+                write_audio(str(path), answer)
                 results[mode] = answer
                 print(f"\n[{mode}] first text {answer.time_to_first_text_ms:.0f} ms, first audio "
                       f"{answer.time_to_first_audio_ms:.0f} ms, total {answer.total_ms:.0f} ms, "
@@ -160,6 +161,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from agent.audio_encoding import DEFAULT_FORMAT, FORMATS
+
     parser = argparse.ArgumentParser(prog="voice-agent", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -205,7 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--mode", choices=("incremental", "batch"), default="incremental")
     ask.add_argument("--voice", help="voice name (default: the server's)")
     ask.add_argument("--speed", type=float, help="speaking rate, 0.5 to 2.0")
-    ask.add_argument("--out", help="write the answer's audio to this WAV file")
+    ask.add_argument("--format", choices=tuple(FORMATS), default=DEFAULT_FORMAT,
+                     help="audio format: pcm16 (raw, saved as WAV), wav, mp3 (48 kbps), aac (32 kbps, fragmented "
+                          "MP4), opus (Ogg); each answer is one continuous stream")
+    ask.add_argument("--out", help="write the answer's audio to this file")
     ask.add_argument("--json", action="store_true", help="print one JSON object with the timings at the end")
     ask.add_argument("--timeout", type=float, default=300.0, help="seconds the whole answer may take")
     ask.add_argument("--runtime-arn", help="ask a deployed agent through AgentCore's InvokeAgentRuntime "
