@@ -31,6 +31,15 @@ class AgentSettings:
     credentials, the local model otherwise."""
     bedrock_model_id: str | None = None
     """BEDROCK_MODEL_ID: the Bedrock model (or inference profile) id."""
+    bedrock_max_tokens: int = 1024
+    """BEDROCK_MAX_TOKENS: the answer length limit; a spoken answer is short, and an answer cut here
+    is still spoken up to where it stopped (``truncated`` in the end event)."""
+    bedrock_temperature: float | None = None
+    """BEDROCK_TEMPERATURE: sampling temperature, 0 to 1; unset: the model's default."""
+    bedrock_top_p: float | None = None
+    """BEDROCK_TOP_P: nucleus sampling, 0 to 1; unset: the model's default."""
+    bedrock_read_timeout: float = 60.0
+    """BEDROCK_READ_TIMEOUT: seconds without a byte from Bedrock's stream before the answer fails."""
     aws_region: str | None = None
     """AWS_REGION: Bedrock's region; None lets boto3 resolve it."""
     replay: str = "long"
@@ -62,6 +71,10 @@ class AgentSettings:
             sagemaker_ca_bundle=env.get("SAGEMAKER_CA_BUNDLE") or None,
             model=env.get("VOICE_AGENT_MODEL", "auto"),
             bedrock_model_id=env.get("BEDROCK_MODEL_ID") or None,
+            bedrock_max_tokens=int(env.get("BEDROCK_MAX_TOKENS", "1024")),
+            bedrock_temperature=_optional_float(env.get("BEDROCK_TEMPERATURE")),
+            bedrock_top_p=_optional_float(env.get("BEDROCK_TOP_P")),
+            bedrock_read_timeout=float(env.get("BEDROCK_READ_TIMEOUT", "60")),
             aws_region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
             replay=env.get("VOICE_AGENT_REPLAY", "long"),
             replay_speed=float(env.get("VOICE_AGENT_REPLAY_SPEED", "1.0")),
@@ -72,3 +85,7 @@ class AgentSettings:
             quick_first_chunk=env.get("VOICE_AGENT_QUICK_FIRST_CHUNK", "1") != "0",
             pipelining=env.get("VOICE_AGENT_PIPELINING", "1") != "0",
         )
+
+
+def _optional_float(value: str | None) -> float | None:
+    return float(value) if value else None

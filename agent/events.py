@@ -28,6 +28,7 @@ Over HTTP each event is one SSE ``data: {json}`` line. Every event has ``type`` 
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 START = "start"
@@ -68,6 +69,11 @@ def to_json(event: dict[str, Any]) -> dict[str, Any]:
     if event["type"] == AUDIO and isinstance(event["audio"], bytes):
         return {**event, "audio": base64.b64encode(event["audio"]).decode("ascii")}
     return event
+
+
+def to_sse(event: dict[str, Any]) -> bytes:
+    """The event as one Server-Sent Events block: ``data: {json}`` and a blank line."""
+    return b"data: " + json.dumps(to_json(event), ensure_ascii=False).encode("utf-8") + b"\n\n"
 
 
 def split_audio(event: dict[str, Any]) -> tuple[dict[str, Any], bytes]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import boto3
+import botocore.config
 from strands.models import BedrockModel, Model
 
 from agent.config import AgentSettings
@@ -28,7 +31,15 @@ def build_model(settings: AgentSettings) -> Model:
     if kind == "bedrock":
         if not settings.bedrock_model_id:
             raise ValueError("the Bedrock model needs BEDROCK_MODEL_ID")
-        return BedrockModel(model_id=settings.bedrock_model_id, region_name=settings.aws_region, streaming=True)
+        inference: dict[str, Any] = {"max_tokens": settings.bedrock_max_tokens}
+        if settings.bedrock_temperature is not None:
+            inference["temperature"] = settings.bedrock_temperature
+        if settings.bedrock_top_p is not None:
+            inference["top_p"] = settings.bedrock_top_p
+        client_config = botocore.config.Config(connect_timeout=10, read_timeout=settings.bedrock_read_timeout,
+                                               retries={"mode": "adaptive", "max_attempts": 3})
+        return BedrockModel(model_id=settings.bedrock_model_id, region_name=settings.aws_region, streaming=True,
+                            boto_client_config=client_config, **inference)
     if kind == "local":
         from agent.local_model import LocalModel
 

@@ -174,15 +174,19 @@ class VoicePipeline:
         async with self.conversations.turn(session_id) as (agent, turn):
             history = len(agent.messages)
             try:
-                async for event in self._events(request, agent, session_id, turn, cancel or asyncio.Event()):
-                    if event["type"] == events.SENTENCE:
-                        sentences[event["index"]] = event["text"]
-                    elif event["type"] == events.AUDIO:
-                        sent_up_to = max(sent_up_to, event["index"])
-                    elif event["type"] == events.END:
-                        completed = not event["metrics"]["cancelled"]
-                    yield {**event, "seq": seq}
-                    seq += 1
+                # aclosing: when the caller goes away, the stages stop now, not when the garbage
+                # collector finalises the inner generator.
+                async with contextlib.aclosing(self._events(request, agent, session_id, turn,
+                                                            cancel or asyncio.Event())) as stream:
+                    async for event in stream:
+                        if event["type"] == events.SENTENCE:
+                            sentences[event["index"]] = event["text"]
+                        elif event["type"] == events.AUDIO:
+                            sent_up_to = max(sent_up_to, event["index"])
+                        elif event["type"] == events.END:
+                            completed = not event["metrics"]["cancelled"]
+                        yield {**event, "seq": seq}
+                        seq += 1
             finally:
                 if not completed:
                     said = " ".join(text for index, text in sorted(sentences.items()) if index <= sent_up_to)
@@ -281,7 +285,11 @@ class VoicePipeline:
                 log.error("answer failed", exc_info=failure.exceptions[0])
                 await output.put(events.error(events.MODEL_FAILED, str(failure.exceptions[0])))
             else:
-                await output.put(events.end({**self._metrics(clock, totals), "cancelled": False, "stop_ms": None}))
+                metrics = self._metrics(clock, totals)
+                log.info("answer finished: %s, %s, %d sentence(s), first audio %s ms, total %s ms, %.1f s of audio",
+                         request.mode, request.format, metrics["sentences"], metrics["time_to_first_audio_ms"],
+                         metrics["total_ms"], metrics["audio_seconds"])
+                await output.put(events.end({**metrics, "cancelled": False, "stop_ms": None}))
             await output.put(_DONE)
 
         async def stop() -> float:
@@ -320,8 +328,11 @@ class VoicePipeline:
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
             if not finished:
-                log.info("answer abandoned by the caller: model stream and TTS session stopped in %.1f ms",
-                         await stop())
+                was_running = not runner.done()
+                stop_ms = await stop()
+                if was_running:
+                    log.info("answer abandoned by the caller: model stream and TTS session stopped in %.1f ms",
+                             stop_ms)
             await tts.abort()
             encoder.close()
 

@@ -29,6 +29,8 @@ def test_the_tts_and_agent_benchmarks_run_once_and_write_results(tmp_path):
     assert agent["first_audio_ratio"] > 0
     assert set(agent["summary"]) == {"incremental", "incremental, no quick first chunk",
                                      "incremental, no pipelining", "batch"}
+    assert agent["barge_in"]["agent_stop_ms"]["trials"] == 3 and agent["barge_in"]["agent_stop_ms"]["max"] >= 0
+    assert agent["barge_in"]["caller_cancel_to_end_ms"]["p50"] > 0
 
 
 def test_the_capacity_benchmark_runs_once_and_writes_results(tmp_path):

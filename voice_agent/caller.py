@@ -1,4 +1,5 @@
-"""The caller's side of leg 1: ask the agent over HTTP and reassemble its SSE answer.
+"""The caller's side of leg 1: ask the agent over HTTP and reassemble its SSE answer, or over the
+binary WebSocket leg ``/ws``.
 
 The response is ``text/event-stream``; its bytes may be split anywhere by the transport (inside a
 ``data:`` line, inside a multi-byte character, between ``\\r`` and ``\\n``), so events are decoded
@@ -7,6 +8,7 @@ incrementally by :class:`SSEDecoder`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -18,6 +20,7 @@ import aiohttp
 import boto3
 import botocore.config
 import botocore.exceptions
+import websockets
 
 import tts_protocol
 from agent import events
@@ -92,6 +95,8 @@ class Answer:
     time_to_first_text_ms: float | None = None
     time_to_first_audio_ms: float | None = None
     total_ms: float | None = None
+    cancel_sent_ms: float | None = None
+    """When the caller sent ``cancel`` (WebSocket leg only)."""
     server_metrics: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -140,10 +145,12 @@ class _Collector:
 
     def feed(self, chunk: bytes) -> None:
         for data in self._decoder.feed(chunk):
-            event = _parse_event(data)
-            _apply(self.answer, event, self.elapsed_ms)
-            if self._on_event is not None:
-                self._on_event(event)
+            self.apply(_parse_event(data))
+
+    def apply(self, event: dict[str, Any]) -> None:
+        _apply(self.answer, event, self.elapsed_ms)
+        if self._on_event is not None:
+            self._on_event(event)
 
     def finish(self) -> Answer:
         self._decoder.close()
@@ -154,8 +161,8 @@ class _Collector:
 
 
 async def ask(url: str, prompt: str, *, mode: str = "incremental", voice: str | None = None,
-              speed: float | None = None, fmt: str = DEFAULT_FORMAT, timeout: float = DEFAULT_TIMEOUT,
-              read_timeout: float = DEFAULT_READ_TIMEOUT,
+              speed: float | None = None, fmt: str = DEFAULT_FORMAT, session_id: str | None = None,
+              timeout: float = DEFAULT_TIMEOUT, read_timeout: float = DEFAULT_READ_TIMEOUT,
               on_event: Callable[[dict[str, Any]], None] | None = None) -> Answer:
     """POST the prompt to ``{url}/invocations`` and collect the streamed answer.
 
@@ -165,13 +172,62 @@ async def ask(url: str, prompt: str, *, mode: str = "incremental", voice: str | 
     client_timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=10, sock_read=read_timeout)
     async with aiohttp.ClientSession(timeout=client_timeout) as session:
         async with session.post(f"{url.rstrip('/')}/invocations", json=_payload(prompt, mode, voice, speed, fmt),
-                                headers={"Accept": "text/event-stream"}) as response:
+                                headers={"Accept": "text/event-stream", **_session_header(session_id)}) as response:
             if response.status != 200 or not response.content_type.startswith("text/event-stream"):
                 body = (await response.read())[:2000].decode("utf-8", "replace")
                 raise CallerError(f"agent answered HTTP {response.status} ({response.content_type}): {body}")
             async for chunk in response.content.iter_any():
                 collector.feed(chunk)
     return collector.finish()
+
+
+async def ask_ws(url: str, prompt: str, *, mode: str = "incremental", voice: str | None = None,
+                 speed: float | None = None, fmt: str = DEFAULT_FORMAT, session_id: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, read_timeout: float = DEFAULT_READ_TIMEOUT,
+                 on_event: Callable[[dict[str, Any]], None] | None = None,
+                 cancel_after: Callable[[Answer], bool] | None = None) -> Answer:
+    """Ask over the agent's binary WebSocket leg ``/ws``: events as JSON text messages, audio as
+    binary frames (no Base64). ``cancel_after(answer)`` is asked after every event; when it says
+    yes the caller sends ``cancel`` (barge-in) and collects the answer's remaining events.
+    An audio event's bytes reach ``on_event`` as ``event["data"]``."""
+    collector = _Collector(mode, fmt, on_event)
+    ws_url = url.rstrip("/").replace("http://", "ws://", 1).replace("https://", "wss://", 1) + "/ws"
+    headers = _session_header(session_id)
+    cancelled = False
+    async with asyncio.timeout(timeout):
+        async with websockets.connect(ws_url, additional_headers=headers, max_size=MAX_LINE_BYTES,
+                                      open_timeout=10) as connection:
+            await connection.send(json.dumps({"type": "ask", **_payload(prompt, mode, voice, speed, fmt)}))
+            while not collector.answer.event_types or collector.answer.event_types[-1] not in events.TERMINAL:
+                event = _parse_event(await _receive(connection, str, read_timeout))
+                if event["type"] == events.AUDIO:
+                    data = await _receive(connection, bytes, read_timeout)
+                    if len(data) != event.get("bytes"):
+                        raise CallerError(f"audio header announced {event.get('bytes')} bytes, got {len(data)}")
+                    event["data"] = data
+                collector.apply(event)
+                if cancel_after is not None and not cancelled and cancel_after(collector.answer):
+                    await connection.send(json.dumps({"type": "cancel"}))
+                    collector.answer.cancel_sent_ms = collector.elapsed_ms()
+                    cancelled = True
+    return collector.finish()
+
+
+async def _receive(connection: Any, kind: type, read_timeout: float) -> Any:
+    try:
+        message = await asyncio.wait_for(connection.recv(), read_timeout)
+    except websockets.ConnectionClosed as exc:
+        raise CallerError(f"the agent closed the WebSocket before the answer ended ({exc})") from exc
+    except TimeoutError as exc:
+        raise CallerError(f"nothing from the agent for {read_timeout:.0f} s") from exc
+    if not isinstance(message, kind):
+        raise CallerError(f"expected a {'binary' if kind is bytes else 'text'} message from the agent")
+    return message
+
+
+def _session_header(session_id: str | None) -> dict[str, str]:
+    """How a local agent learns the session (AgentCore's runtime sets this header itself)."""
+    return {"X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": session_id} if session_id else {}
 
 
 def new_session_id() -> str:
@@ -243,7 +299,7 @@ def _apply(answer: Answer, event: dict[str, Any], elapsed_ms: Callable[[], float
     elif kind == events.AUDIO:
         if answer.time_to_first_audio_ms is None:
             answer.time_to_first_audio_ms = elapsed_ms()
-        data = events.decode_audio(event)
+        data = events.decode_audio(event) if "audio" in event else event["data"]
         answer.sample_rate = event["sample_rate"]
         answer.audio += data
         answer.audio_by_sentence[event["index"]] = answer.audio_by_sentence.get(event["index"], 0) + len(data)

@@ -42,24 +42,49 @@ def _serve_agent(args: argparse.Namespace) -> int:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from voice_agent.caller import CallerError, ask, ask_runtime, write_audio
+    from agent import events
+    from voice_agent.caller import CallerError, ask, ask_runtime, ask_ws, write_audio
+    from voice_agent.playback import Player, player_command
+
+    text_out = sys.stderr if args.json else sys.stdout
+    player = None
+    if args.play or args.player:
+        command = args.player or player_command(args.format)
+        if command is None:
+            print(f"no audio player for {args.format} here: install FFmpeg (ffplay), or pulseaudio-utils (paplay) "
+                  "or alsa-utils (aplay) for pcm16/wav, or name one with --player", file=sys.stderr)
+            return 2
+        player = Player(command)
+    received = {"bytes": 0}
 
     def show(event: dict[str, Any]) -> None:
+        """Live progress: the text as it streams, and where in it the first audio arrived."""
         if event["type"] == "text":
-            print(event["text"], end="", file=sys.stderr if args.json else sys.stdout, flush=True)
+            print(event["text"], end="", file=text_out, flush=True)
+        elif event["type"] == "audio":
+            data = event["data"] if "data" in event else events.decode_audio(event)
+            if not received["bytes"]:
+                print(" [audio]", end="", file=text_out, flush=True)
+            received["bytes"] += len(data)
+            if player is not None:
+                player.write(data)
 
+    options = {"mode": args.mode, "voice": args.voice, "speed": args.speed, "fmt": args.format,
+               "timeout": args.timeout, "on_event": show}
     try:
         if args.runtime_arn:
-            answer = ask_runtime(args.runtime_arn, args.question, mode=args.mode, voice=args.voice, speed=args.speed,
-                                 fmt=args.format,
-                                 qualifier=args.qualifier, session_id=args.session_id, region=args.region,
-                                 endpoint_url=args.endpoint_url, timeout=args.timeout, on_event=show)
+            answer = ask_runtime(args.runtime_arn, args.question, qualifier=args.qualifier, session_id=args.session_id,
+                                 region=args.region, endpoint_url=args.endpoint_url, **options)
+        elif args.ws:
+            answer = asyncio.run(ask_ws(args.url, args.question, session_id=args.session_id, **options))
         else:
-            answer = asyncio.run(ask(args.url, args.question, mode=args.mode, voice=args.voice, speed=args.speed,
-                                     fmt=args.format, timeout=args.timeout, on_event=show))
+            answer = asyncio.run(ask(args.url, args.question, session_id=args.session_id, **options))
     except (CallerError, OSError, TimeoutError) as exc:
         print(f"\nerror: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if player is not None:
+            player.close()
     if args.out:
         write_audio(args.out, answer)
     summary = answer.summary()
@@ -71,8 +96,8 @@ def _ask(args: argparse.Namespace) -> int:
         print(f"time to first text:  {summary['time_to_first_text_ms']} ms")
         print(f"time to first audio: {summary['time_to_first_audio_ms']} ms")
         print(f"total:               {summary['total_ms']} ms")
-        print(f"audio:               {summary['audio_seconds']:.2f} s in {summary['sentences']} sentence(s)"
-              + (f", written to {args.out}" if args.out else ""))
+        print(f"audio:               {summary['audio_seconds']:.2f} s ({args.format}, {len(answer.audio):,} bytes) "
+              f"in {summary['sentences']} sentence(s)" + (f", written to {args.out}" if args.out else ""))
     return 0
 
 
@@ -202,23 +227,40 @@ def build_parser() -> argparse.ArgumentParser:
     serve_agent.add_argument("--replay-speed", type=float, help="replay this many times faster than recorded")
     serve_agent.set_defaults(handler=_serve_agent)
 
-    ask = commands.add_parser("ask", help="ask the agent a question; stream the text, save the audio")
-    ask.add_argument("question")
-    ask.add_argument("--url", default="http://127.0.0.1:8080", help="the agent's base URL")
-    ask.add_argument("--mode", choices=("incremental", "batch"), default="incremental")
-    ask.add_argument("--voice", help="voice name (default: the server's)")
-    ask.add_argument("--speed", type=float, help="speaking rate, 0.5 to 2.0")
+    ask = commands.add_parser(
+        "ask", help="ask the agent a question; stream the text, save or play the audio",
+        description="Ask the agent one question. The answer's text is printed as it streams, with "
+                    "[audio] where its first audio arrived; then the timings. Local agents are asked over "
+                    "HTTP (SSE, Base64 audio) or, with --ws, over the binary WebSocket leg; a deployed agent "
+                    "through AgentCore's InvokeAgentRuntime with --runtime-arn.")
+    ask.add_argument("question", help="what to ask")
+    ask.add_argument("--url", default="http://127.0.0.1:8080", help="the local agent's base URL "
+                                                                  "(default: http://127.0.0.1:8080)")
+    ask.add_argument("--ws", action="store_true", help="use the binary WebSocket leg /ws instead of SSE: "
+                                                       "audio as binary frames, no Base64")
+    ask.add_argument("--mode", choices=("incremental", "batch"), default="incremental",
+                     help="incremental: speak each sentence as soon as it is written (default); batch: "
+                          "speak the whole answer once the model has finished")
+    ask.add_argument("--voice", help="voice name (default: the TTS server's)")
+    ask.add_argument("--speed", type=float, help="speaking rate, 0.5 to 2.0 (default: 1.0)")
+    ask.add_argument("--play", action="store_true", help="play the answer through the speakers as it streams "
+                                                         "(ffplay, paplay or aplay, whichever is installed)")
+    ask.add_argument("--player", help="play through this command instead; it reads the audio stream from "
+                                      "standard input, e.g. 'mpv -'")
     ask.add_argument("--format", choices=tuple(FORMATS), default=DEFAULT_FORMAT,
                      help="audio format: pcm16 (raw, saved as WAV), wav, mp3 (48 kbps), aac (32 kbps, fragmented "
                           "MP4), opus (Ogg); each answer is one continuous stream")
     ask.add_argument("--out", help="write the answer's audio to this file")
-    ask.add_argument("--json", action="store_true", help="print one JSON object with the timings at the end")
-    ask.add_argument("--timeout", type=float, default=300.0, help="seconds the whole answer may take")
+    ask.add_argument("--json", action="store_true", help="print one JSON object with the timings and the text "
+                                                         "on standard output (the live text goes to stderr)")
+    ask.add_argument("--timeout", type=float, default=300.0, help="seconds the whole answer may take "
+                                                                   "(default: 300)")
     ask.add_argument("--runtime-arn", help="ask a deployed agent through AgentCore's InvokeAgentRuntime "
-                                           "(boto3 credentials) instead of --url")
+                                           "(SigV4 with boto3's credentials) instead of --url")
     ask.add_argument("--qualifier", help="the runtime endpoint (default: the service's DEFAULT)")
-    ask.add_argument("--session-id", help="AgentCore runtime session id, at least 33 characters "
-                                          "(default: a new one)")
+    ask.add_argument("--session-id", help="the AgentCore runtime session id: answers of one session continue "
+                                          "one conversation; at least 33 characters for a deployed agent "
+                                          "(default: a new session)")
     ask.add_argument("--region", help="the runtime's region (default: from the ARN)")
     ask.add_argument("--endpoint-url", help="override the AgentCore endpoint (e.g. a local stand-in)")
     ask.set_defaults(handler=_ask)

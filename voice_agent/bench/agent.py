@@ -18,7 +18,7 @@ from agent.replay_model import load_recording
 from voice_agent import servers
 from voice_agent.bench import write_results
 from voice_agent.bench.tts import summarize
-from voice_agent.caller import ask
+from voice_agent.caller import ask, ask_ws
 
 REFERENCE = {"ratio_local": 2.4, "ratio_deployed": 3.5, "machine": "AWS guide, ml.g5.xlarge TTS endpoint"}
 METRICS = ("time_to_first_text_ms", "time_to_first_audio_ms", "total_ms")
@@ -45,7 +45,21 @@ async def measure(urls: dict[str, str], prompt: str, trials: int) -> dict[str, A
     first_audio = {name: summary[name]["time_to_first_audio_ms"]["mean"] for name in summary}
     ratio = first_audio["batch"] / first_audio["incremental"]
     return {"summary": summary, "first_audio_ratio": round(ratio, 2), "samples_ms": samples, "reference": REFERENCE,
+            "barge_in": await barge_in(urls["incremental"], prompt, trials),
             "machine": platform.platform()}
+
+
+async def barge_in(url: str, prompt: str, trials: int) -> dict[str, Any]:
+    """Cancel each answer on the /ws leg as its first audio arrives: the agent's own stop time
+    (model stream and TTS session stopped) and the caller's, from sending ``cancel`` to the ``end``."""
+    agent_ms, caller_ms = [], []
+    for _ in range(max(trials, 3)):
+        answer = await ask_ws(url, prompt, cancel_after=lambda a: a.time_to_first_audio_ms is not None)
+        if not answer.server_metrics.get("cancelled"):
+            raise RuntimeError("the answer ended before the cancel reached the agent")
+        agent_ms.append(answer.server_metrics["stop_ms"])
+        caller_ms.append(round(answer.total_ms - answer.cancel_sent_ms, 1))
+    return {"agent_stop_ms": summarize(agent_ms), "caller_cancel_to_end_ms": summarize(caller_ms)}
 
 
 def markdown(results: dict[str, Any], recording: str) -> str:
@@ -61,7 +75,12 @@ def markdown(results: dict[str, Any], recording: str) -> str:
         f"Replayed recording `{recording}`, {trials} trials per configuration, alternating.", "", *rows, "",
         f"First audio **{results['first_audio_ratio']}x** sooner with incremental speech than batch "
         f"(reference: {reference['ratio_local']}x local, {reference['ratio_deployed']}x deployed; "
-        f"{reference['machine']})."])
+        f"{reference['machine']}).", "",
+        f"Barge-in ({results['barge_in']['agent_stop_ms']['trials']} answers cancelled on /ws at their first "
+        f"audio): model stream and TTS session stopped in {results['barge_in']['agent_stop_ms']['p50']} ms p50, "
+        f"{results['barge_in']['agent_stop_ms']['max']} ms max (agent side); cancel sent to `end` received "
+        f"{results['barge_in']['caller_cancel_to_end_ms']['p50']} ms p50, "
+        f"{results['barge_in']['caller_cancel_to_end_ms']['max']} ms max (caller side; target 100 ms)."])
 
 
 def main(out_dir: Path, trials: int = 3, recording: str = "clauses") -> dict[str, Any]:

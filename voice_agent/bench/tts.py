@@ -47,7 +47,7 @@ def summarize(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
     return {"mean": round(statistics.fmean(values), 1), "p50": round(statistics.median(values), 1),
             "p95": round(ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))], 1),
-            "trials": len(values)}
+            "max": round(ordered[-1], 1), "trials": len(values)}
 
 
 async def measure(url: str, trials: int) -> dict[str, Any]:
