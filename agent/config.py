@@ -38,6 +38,9 @@ class AgentSettings:
     """BEDROCK_TEMPERATURE: sampling temperature, 0 to 1; unset: the model's default."""
     bedrock_top_p: float | None = None
     """BEDROCK_TOP_P: nucleus sampling, 0 to 1; unset: the model's default."""
+    bedrock_endpoint_url: str | None = None
+    """BEDROCK_ENDPOINT_URL: overrides the bedrock-runtime endpoint (a VPC endpoint, or the local
+    stand-in ``voice-agent bedrock-local``)."""
     bedrock_read_timeout: float = 60.0
     """BEDROCK_READ_TIMEOUT: seconds without a byte from Bedrock's stream before the answer fails."""
     aws_region: str | None = None
@@ -74,6 +77,7 @@ class AgentSettings:
             bedrock_max_tokens=int(env.get("BEDROCK_MAX_TOKENS", "1024")),
             bedrock_temperature=_optional_float(env.get("BEDROCK_TEMPERATURE")),
             bedrock_top_p=_optional_float(env.get("BEDROCK_TOP_P")),
+            bedrock_endpoint_url=env.get("BEDROCK_ENDPOINT_URL") or None,
             bedrock_read_timeout=float(env.get("BEDROCK_READ_TIMEOUT", "60")),
             aws_region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
             replay=env.get("VOICE_AGENT_REPLAY", "long"),

@@ -39,7 +39,8 @@ def build_model(settings: AgentSettings) -> Model:
         client_config = botocore.config.Config(connect_timeout=10, read_timeout=settings.bedrock_read_timeout,
                                                retries={"mode": "adaptive", "max_attempts": 3})
         return BedrockModel(model_id=settings.bedrock_model_id, region_name=settings.aws_region, streaming=True,
-                            boto_client_config=client_config, **inference)
+                            endpoint_url=settings.bedrock_endpoint_url, boto_client_config=client_config,
+                            **inference)
     if kind == "local":
         from agent.local_model import LocalModel
 

@@ -41,3 +41,16 @@ def test_the_capacity_benchmark_runs_once_and_writes_results(tmp_path):
     assert set(results["levels"]) == {"1", "2", "4"}
     assert all(level["audio_seconds_per_second"] > 0 for level in results["levels"].values())
     assert results["saturates_at"] in (1, 2, 4)
+
+
+def test_the_encoding_benchmark_runs_once_and_writes_results(tmp_path):
+    completed = subprocess.run([sys.executable, "-m", "voice_agent.cli", "bench", "encoding", "--trials", "1",
+                                "--out-dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr
+    results = json.loads((tmp_path / "encoding.json").read_text())
+    assert results["clips"] == 24 and set(results["formats"]) == {"pcm16", "wav", "mp3", "aac", "opus"}
+    assert results["formats"]["pcm16"]["measured_kbps"] == 384.0
+    for fmt in ("mp3", "aac", "opus"):
+        figures = results["formats"][fmt]
+        assert 0.8 * figures["label_kbps"] < figures["measured_kbps"] < 1.5 * figures["label_kbps"]
+        assert abs(figures["base64_bytes"] / figures["bytes"] - 4 / 3) < 0.002  # Base64: 4 bytes per 3

@@ -113,6 +113,15 @@ def _sagemaker_local(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bedrock_local(args: argparse.Namespace) -> int:
+    from agent.replay_model import load_recording
+    from voice_agent.bedrock_local import serve
+
+    print(f"Bedrock stand-in: set BEDROCK_ENDPOINT_URL=http://{args.host}:{args.port}", flush=True)
+    serve(load_recording(args.replay), args.host, args.port, args.replay_speed)
+    return 0
+
+
 def _record(args: argparse.Namespace) -> int:
     from agent.config import AgentSettings
     from agent.models import build_model, model_kind
@@ -129,7 +138,7 @@ def _record(args: argparse.Namespace) -> int:
     return 0
 
 
-BENCH_SUITES = ("chunker", "tts", "agent", "capacity")
+BENCH_SUITES = ("chunker", "tts", "agent", "encoding", "capacity")
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -274,6 +283,15 @@ def build_parser() -> argparse.ArgumentParser:
                                            "(default: the cache directory)")
     standin.set_defaults(handler=_sagemaker_local)
 
+    bedrock = commands.add_parser("bedrock-local", help="a local stand-in for Bedrock's ConverseStream that "
+                                                        "streams a recording, for the real BedrockModel offline")
+    add_server_options(bedrock, 8090)
+    bedrock.add_argument("--replay", default="long", help="the recording to stream: clauses, short, long, "
+                                                          "markdown, unfinished, or a path (default: long)")
+    bedrock.add_argument("--replay-speed", type=float, default=1.0, help="stream this many times faster than "
+                                                                         "recorded (default: 1)")
+    bedrock.set_defaults(handler=_bedrock_local)
+
     record = commands.add_parser("record", help="capture a model's stream into the replay format")
     record.add_argument("--prompt", required=True)
     record.add_argument("--out", required=True, help="the JSONL file to write")
@@ -284,8 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="run a benchmark suite; write JSON and Markdown results")
     bench.add_argument("suite", choices=(*BENCH_SUITES, "all"),
                        help="chunker: splitting vs peers; tts: whole passage vs first sentence; "
-                            "agent: batch vs incremental through the real servers; capacity: concurrent "
-                            "sessions against one TTS server")
+                            "agent: batch vs incremental through the real servers, and barge-in; encoding: "
+                            "the caller's formats' bit rates and Base64 growth over 24 clips; capacity: "
+                            "concurrent sessions against one TTS server")
     bench.add_argument("--out-dir", default="results", help="where results go (default: results)")
     bench.add_argument("--trials", type=int, help="trials per measurement (default: each suite's own)")
     bench.set_defaults(handler=_bench)
