@@ -21,7 +21,10 @@ Over HTTP each event is one SSE ``data: {json}`` line. Every event has ``type`` 
   speech); ``truncated`` when the model stopped at its
   token limit, in which case what it wrote is still spoken; ``cancelled`` when the caller cancelled
   the answer (barge-in), with ``stop_ms``, the milliseconds from the cancel until the model stream
-  and the TTS session had stopped; null otherwise)
+  and the TTS session had stopped; null otherwise; ``first_chunk_ready_ms`` (when the chunk whose
+  audio came first was ready as text), ``first_chunk_inference_ms`` (the TTS model's inference for
+  it, measured in the TTS server) and ``pipeline_overhead_ms``, first audio minus both: the
+  pipeline's own cost, null when not measured)
 - ``error``: ``code``, ``message``
 """
 

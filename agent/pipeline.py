@@ -211,11 +211,15 @@ class VoicePipeline:
         relayed = asyncio.Condition()
         relayed_count = [0]
 
+        ready_ms: dict[int, float] = {}  # when each chunk's text was ready to speak
+        first_chunk: dict[str, Any] = {}  # the chunk whose audio came first, and its inference time
+
         async def send(written: str) -> None:
             index = totals["sentences"]
             totals["sentences"] += 1
             speech = speech_text(written)
             clock.mark("first_sentence")
+            ready_ms[index] = clock.now_ms()
             if not self._pipelining:
                 async with relayed:
                     await relayed.wait_for(lambda: relayed_count[0] >= index)
@@ -265,7 +269,10 @@ class VoicePipeline:
                                        f"{encoder.sample_rate} Hz")
                     async for chunk in stream:
                         totals["pcm_bytes"] += len(chunk)
+                        first_chunk.setdefault("index", index)
                         await relay(index, encoder.encode(chunk))
+                    if first_chunk.get("index") == index:
+                        first_chunk.setdefault("inference_ms", stream.stats.get("first_inference_ms"))
                 async with relayed:
                     relayed_count[0] += 1
                     relayed.notify_all()
@@ -286,6 +293,8 @@ class VoicePipeline:
                 await output.put(events.error(events.MODEL_FAILED, str(failure.exceptions[0])))
             else:
                 metrics = self._metrics(clock, totals)
+                metrics.update(_overhead(metrics["time_to_first_audio_ms"], ready_ms.get(first_chunk.get("index", -1)),
+                                         first_chunk.get("inference_ms")))
                 log.info("answer finished: %s, %s, %d sentence(s), first audio %s ms, total %s ms, %.1f s of audio",
                          request.mode, request.format, metrics["sentences"], metrics["time_to_first_audio_ms"],
                          metrics["total_ms"], metrics["audio_seconds"])
@@ -310,7 +319,8 @@ class VoicePipeline:
             while not output.empty():  # what the caller has not been sent is dropped
                 output.get_nowait()
             log.info("answer cancelled by the caller: model stream and TTS session stopped in %.1f ms", stop_ms)
-            await output.put(events.end({**self._metrics(clock, totals), "cancelled": True, "stop_ms": stop_ms}))
+            await output.put(events.end({**self._metrics(clock, totals), **_overhead(None, None, None),
+                                         "cancelled": True, "stop_ms": stop_ms}))
             await output.put(_DONE)
 
         runner = asyncio.create_task(run_stages(), name="voice-pipeline")
@@ -350,6 +360,17 @@ class VoicePipeline:
             "audio_seconds": round(tts_protocol.pcm16_seconds(totals["pcm_bytes"]), 3),
             "truncated": bool(totals["truncated"]),
         }
+
+
+def _overhead(first_audio_ms: float | None, ready_ms: float | None, inference_ms: float | None) -> dict[str, Any]:
+    """How far first audio was from its physical limit: the chunk's text being ready plus the model's
+    inference for it. What remains is the pipeline's own cost (speech text, session, G2P, queues,
+    framing, encoding)."""
+    overhead = None
+    if first_audio_ms is not None and ready_ms is not None and inference_ms is not None:
+        overhead = round(first_audio_ms - ready_ms - inference_ms, 1)
+    return {"first_chunk_ready_ms": ready_ms, "first_chunk_inference_ms": inference_ms,
+            "pipeline_overhead_ms": overhead}
 
 
 def _keep_what_was_said(agent: Agent, history: int, prompt: str, said: str) -> None:

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK, WebSocketException
+from websockets.protocol import State
 
 import tts_protocol as protocol
 
@@ -47,6 +48,8 @@ DEFAULT_MAX_BUFFERED_CHUNKS = 256
 DEFAULT_MAX_PENDING_REQUESTS = 64
 DEFAULT_MAX_RECONNECTS = 3
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+ABORT_WAIT = 1.0
+"""Seconds an aborted WebSocket may take to report itself closed."""
 
 
 class TTSError(Exception):
@@ -138,7 +141,14 @@ class WebSocketTransport:
         """Nothing to do: the protocol's ``close`` message already tells the server."""
 
     async def close(self) -> None:
-        await self._connection.close()
+        """At once: no closing handshake. Once the session stops reading, unread audio fills the
+        connection's buffer, reading pauses, and the server's close frame would wait behind it for
+        the whole close timeout (measured: 10 s per cancelled answer). An orderly session end never
+        gets here with the connection open: the server closes it after the last answer."""
+        if self._connection.state is not State.CLOSED:
+            self._connection.transport.abort()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._connection.wait_closed(), ABORT_WAIT)
 
 
 # Streams and the session --------------------------------------------------------------------

@@ -138,7 +138,7 @@ def _record(args: argparse.Namespace) -> int:
     return 0
 
 
-BENCH_SUITES = ("chunker", "tts", "agent", "encoding", "capacity")
+BENCH_SUITES = ("chunker", "tts", "agent", "encoding", "capacity", "overhead")
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -304,7 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="chunker: splitting vs peers; tts: whole passage vs first sentence; "
                             "agent: batch vs incremental through the real servers, and barge-in; encoding: "
                             "the caller's formats' bit rates and Base64 growth over 24 clips; capacity: "
-                            "concurrent sessions against one TTS server")
+                            "concurrent sessions against one TTS server; overhead: first audio minus (first "
+                            "chunk ready + its inference)")
     bench.add_argument("--out-dir", default="results", help="where results go (default: results)")
     bench.add_argument("--trials", type=int, help="trials per measurement (default: each suite's own)")
     bench.set_defaults(handler=_bench)

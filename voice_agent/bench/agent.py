@@ -16,7 +16,7 @@ from typing import Any
 
 from agent.replay_model import load_recording
 from voice_agent import servers
-from voice_agent.bench import write_results
+from voice_agent.bench import plots, write_results
 from voice_agent.bench.tts import summarize
 from voice_agent.caller import ask, ask_ws
 
@@ -91,5 +91,5 @@ def main(out_dir: Path, trials: int = 3, recording: str = "clauses") -> dict[str
             agent = servers.start_agent_server(tts.ws_url, replay=recording, env=env)
             urls[name] = stack.enter_context(servers.running(agent)).http_url
         results = asyncio.run(measure(urls, load_recording(recording).meta.get("prompt", "Go."), trials))
-    write_results(out_dir, "agent", results, markdown(results, recording))
+    write_results(out_dir, "agent", results, markdown(results, recording), plots.agent)
     return results

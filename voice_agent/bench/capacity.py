@@ -19,7 +19,7 @@ from typing import Any
 import tts_protocol
 from agent.tts_client import TTSSession
 from voice_agent import servers
-from voice_agent.bench import write_results
+from voice_agent.bench import plots, write_results
 from voice_agent.bench.tts import summarize
 
 ANSWER = ["The first sentence starts the answer.", "A second one adds a little detail to it.",
@@ -77,5 +77,5 @@ def main(out_dir: Path, trials: int = 2, tts_url: str | None = None) -> dict[str
         if tts_url is None:
             tts_url = stack.enter_context(servers.running(servers.start_tts_server(progress=print))).ws_url
         results = asyncio.run(measure(tts_url, trials))
-    write_results(out_dir, "capacity", results, markdown(results))
+    write_results(out_dir, "capacity", results, markdown(results), plots.capacity)
     return results

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.chunker import SentenceChunker
-from voice_agent.bench import write_results
+from voice_agent.bench import plots, write_results
 from voice_agent.bench.chunker_corpus import CASES
 
 Splitter = Callable[[str], list[str]]
@@ -115,5 +115,5 @@ def markdown(results: dict[str, Any]) -> str:
 
 def main(out_dir: Path, trials: int = 3) -> dict[str, Any]:
     results = run(trials)
-    write_results(out_dir, "chunker", results, markdown(results))
+    write_results(out_dir, "chunker", results, markdown(results), plots.chunker)
     return results

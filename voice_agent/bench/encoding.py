@@ -20,7 +20,7 @@ from typing import Any
 from agent.audio_encoding import FORMATS, StreamEncoder
 from agent.tts_client import TTSSession
 from voice_agent import servers
-from voice_agent.bench import write_results
+from voice_agent.bench import plots, write_results
 
 CLIPS = [
     "Streaming speech lets a voice agent start talking before it has finished thinking.",
@@ -111,5 +111,5 @@ def main(out_dir: Path, trials: int = 3) -> dict[str, Any]:
         pcm = asyncio.run(synthesize(tts.ws_url, CLIPS))
     results = {"clips": len(pcm), "formats": {fmt: encode(fmt, pcm, trials) for fmt in FORMATS},
                "reference": REFERENCE, "machine": platform.platform()}
-    write_results(out_dir, "encoding", results, markdown(results))
+    write_results(out_dir, "encoding", results, markdown(results), plots.encoding)
     return results

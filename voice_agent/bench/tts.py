@@ -18,7 +18,7 @@ from typing import Any
 
 from agent.tts_client import TTSSession
 from voice_agent import servers
-from voice_agent.bench import write_results
+from voice_agent.bench import plots, write_results
 
 PASSAGE = (
     "Streaming speech lets a voice agent start talking before it has finished thinking. "
@@ -83,5 +83,5 @@ def main(out_dir: Path, trials: int = 5, tts_url: str | None = None) -> dict[str
             server = stack.enter_context(servers.running(servers.start_tts_server(progress=print)))
             tts_url = server.ws_url
         results = asyncio.run(measure(tts_url, trials))
-    write_results(out_dir, "tts", results, markdown(results))
+    write_results(out_dir, "tts", results, markdown(results), plots.tts)
     return results
