@@ -79,6 +79,9 @@ UNSUPPORTED_FORMAT = "unsupported_format"
 QUEUE_FULL = "queue_full"
 CANCELLED = "cancelled"
 SYNTHESIS_FAILED = "synthesis_failed"
+OVERLOADED = "overloaded"
+"""The server is at its session limit: the session is refused (then closed with 1013, "try again
+later") rather than queued without bound."""
 
 
 class ProtocolError(ValueError):

@@ -60,6 +60,9 @@ class AgentSettings:
     """VOICE_AGENT_SYSTEM_PROMPT."""
     quick_first_chunk: bool = True
     """VOICE_AGENT_QUICK_FIRST_CHUNK (1/0): let the first chunk end at a clause mark."""
+    tts_timeout: float = 60.0
+    """VOICE_AGENT_TTS_TIMEOUT: seconds to wait for a sentence's next audio before the answer fails
+    with ``tts_failed`` (a stalled TTS container never leaves the caller hanging)."""
     pipelining: bool = True
     """VOICE_AGENT_PIPELINING (1/0): send each sentence without waiting for the previous one's audio."""
 
@@ -88,6 +91,7 @@ class AgentSettings:
             system_prompt=env.get("VOICE_AGENT_SYSTEM_PROMPT", DEFAULT_SYSTEM_PROMPT),
             quick_first_chunk=env.get("VOICE_AGENT_QUICK_FIRST_CHUNK", "1") != "0",
             pipelining=env.get("VOICE_AGENT_PIPELINING", "1") != "0",
+            tts_timeout=float(env.get("VOICE_AGENT_TTS_TIMEOUT", "60")),
         )
 
 

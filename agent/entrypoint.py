@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import uuid
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bedrock_agentcore.runtime import BedrockAgentCoreApp, RequestContext
-from starlette.responses import StreamingResponse
+from starlette.responses import JSONResponse, StreamingResponse
 from starlette.websockets import WebSocket
 
 from agent import events
@@ -28,7 +29,7 @@ from agent.chunker import SentenceChunker
 from agent.config import AgentSettings
 from agent.models import build_model, model_kind
 from agent.pipeline import RequestError, VoicePipeline, VoiceRequest
-from agent.tts_client import Connect
+from agent.tts_client import Connect, TTSSession
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +60,11 @@ def create_app(settings: AgentSettings | None = None) -> BedrockAgentCoreApp:
     pipeline = VoicePipeline(lambda: build_model(settings), tts_target(settings),
                              system_prompt=settings.system_prompt, default_voice=settings.voice,
                              chunker_factory=lambda: SentenceChunker(quick_first_chunk=settings.quick_first_chunk),
-                             pipelining=settings.pipelining)
+                             pipelining=settings.pipelining,
+                             session_factory=functools.partial(TTSSession, chunk_timeout=settings.tts_timeout))
     app = BedrockAgentCoreApp()
+    # A payload nested deeper than the JSON parser recurses is bad input, not a server error.
+    app.add_exception_handler(RecursionError, _too_deep)
 
     @app.entrypoint
     async def invoke(payload: Any, context: RequestContext) -> EventStream:
@@ -76,6 +80,10 @@ def create_app(settings: AgentSettings | None = None) -> BedrockAgentCoreApp:
         await WebSocketCaller(websocket, pipeline, context.session_id).run()
 
     return app
+
+
+async def _too_deep(request: Any, exc: Exception) -> JSONResponse:
+    return JSONResponse({"error": "Invalid JSON", "details": "the payload is nested too deeply"}, status_code=400)
 
 
 async def _one(event: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:

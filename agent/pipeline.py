@@ -327,12 +327,16 @@ class VoicePipeline:
         watcher = asyncio.create_task(barge_in(), name="voice-pipeline-cancel")
         finished = False
         try:
+            last = None
             while (event := await output.get()) is not _DONE:
+                last = event
                 yield event
             finished = True
-            if not runner.cancelled():  # not a barge-in: let the TTS session finish cleanly
+            if not runner.cancelled():
                 await runner
-                await tts.close()
+                if last is not None and last["type"] == events.END:
+                    await tts.close()  # a complete answer: let the session end cleanly
+                # after an error the finally below aborts the session: nothing in flight is awaited
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -395,6 +395,15 @@ class TTSSession:
             await stream._put_end(_Complete(message.stats))
         else:
             stream = self._pending.pop(message.request_id, None) if message.request_id else None
+            if stream is None and message.code == protocol.OVERLOADED:
+                # The server refused the session: say so to every request rather than retrying.
+                log.warning("TTS server refused the session: %s", message.message)
+                self._closing = True
+                self._failure = self._failure or f"{message.code}: {message.message}"
+                for pending in self._pending.values():
+                    pending._fail_now(TTSError(message.code, message.message))
+                self._pending.clear()
+                return
             if stream is None:
                 log.warning("TTS server error not tied to a request: %s: %s", message.code, message.message)
                 return

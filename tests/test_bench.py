@@ -75,3 +75,11 @@ def test_the_overhead_benchmark_runs_once_and_writes_results(tmp_path):
             abs=0.2)
         assert answer["pipeline_overhead_ms"] >= 0
     assert_plot(tmp_path, "overhead")
+
+
+def test_the_reliability_benchmark_runs_once_and_writes_results(tmp_path):
+    results = run_suite("reliability", tmp_path)
+    assert [level["sessions"] for level in results["load"]] == [1, 2, 4, 8, 16]
+    assert results["load"][-1]["refused"] == 16 - results["max_sessions"]
+    assert results["fuzz_tts"]["inputs"] == 400 and results["fuzz_tts"]["valid_request_after"]
+    assert results["fuzz_agent"]["alive_after"] and results["peak_rss_mb"] > 0

@@ -55,6 +55,10 @@ class ServerSettings:
     max_buffered_frames: int = 256
     """Frames (and messages) synthesized ahead of what the client has taken: ~51 s of audio and
     2.5 MB per session at most. When the client reads slower, synthesis for it waits."""
+    max_sessions: int = 16
+    """Sessions served at once. Inference is serialised, so each session beyond the few a machine
+    can keep real-time only adds waiting (4 sessions reach RTF ~1 on 2 cores); a session over the
+    limit gets an ``overloaded`` error and close code 1013 instead of queueing without bound."""
     idle_timeout: float = 300.0
     """Seconds a session may go without a client message while nothing is pending; then it is
     closed (code 1000, reason "idle timeout") so abandoned sessions do not hold resources."""
@@ -73,6 +77,8 @@ class TTSService:
         self.failure: str | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kokoro")
         self._request_ids = itertools.count(1)
+        self.sessions = 0
+        """Bidirectional sessions open now."""
 
     def load(self) -> None:
         try:
@@ -333,7 +339,19 @@ def create_app(settings: ServerSettings | None = None) -> Starlette:
             # 1013 "try again later": the model is not loaded yet.
             await websocket.close(code=1013)
             return
-        await SynthesisSession(websocket, service).run()
+        if service.sessions >= service.settings.max_sessions:
+            await websocket.accept()
+            log.warning("refusing a session: %d sessions already open (the limit)", service.sessions)
+            await websocket.send_text(protocol.encode_error(
+                None, protocol.OVERLOADED, f"the server is serving its limit of {service.settings.max_sessions} "
+                                           "sessions; try again later"))
+            await websocket.close(code=1013, reason="overloaded")
+            return
+        service.sessions += 1
+        try:
+            await SynthesisSession(websocket, service).run()
+        finally:
+            service.sessions -= 1
 
     return Starlette(
         routes=[

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import unicodedata
 
 import espeakng_loader
 from phonemizer.backend import EspeakBackend
@@ -47,9 +48,29 @@ class EnglishG2P:
         self._lock = threading.Lock()
 
     def __call__(self, text: str) -> str:
+        text = readable_text(text)
+        if not text.strip():
+            return ""
         with self._lock:
             phonemes = self._backend.phonemize([text], strip=True)
         return to_kokoro_symbols(phonemes[0] if phonemes else "")
+
+
+UNREADABLE_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "So", "Sk"}
+"""Unicode categories the English G2P must not see: control and format characters, surrogates,
+private and unassigned code points, and symbols (emoji): espeak would read emoji out by name
+("grinning party rocket") and control sequences as numbers."""
+UNREADABLE_SCRIPTS = ("CJK", "HIRAGANA", "KATAKANA", "HANGUL")
+"""Scripts the English G2P cannot read: espeak says "Chinese letter" for each character."""
+
+
+def readable_text(text: str) -> str:
+    """The text with what the English G2P cannot read replaced by spaces (line breaks and tabs kept)."""
+    return "".join(
+        " " if (unicodedata.category(char) in UNREADABLE_CATEGORIES and char not in "\t\n\r")
+        or (unicodedata.category(char) == "Lo" and unicodedata.name(char, "").startswith(UNREADABLE_SCRIPTS))
+        else char
+        for char in text)
 
 
 def to_kokoro_symbols(espeak_ipa: str) -> str:

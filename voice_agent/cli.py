@@ -21,7 +21,7 @@ def _serve_tts(args: argparse.Namespace) -> int:
     from tts_server.app import MAX_FRAME_BYTES, ServerSettings, create_app
 
     settings = ServerSettings(voices_path=args.voices, default_voice=args.default_voice, threads=args.threads,
-                              idle_timeout=args.idle_timeout)
+                              idle_timeout=args.idle_timeout, max_sessions=args.max_sessions)
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="info",
                 ws_max_size=MAX_FRAME_BYTES, access_log=False)
     return 0
@@ -138,7 +138,7 @@ def _record(args: argparse.Namespace) -> int:
     return 0
 
 
-BENCH_SUITES = ("chunker", "tts", "agent", "encoding", "capacity", "overhead")
+BENCH_SUITES = ("chunker", "tts", "agent", "encoding", "capacity", "overhead", "reliability")
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -209,6 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "default: the packaged voices")
         command.add_argument("--default-voice", default="jf_alpha", help="voice used when a request names none")
         command.add_argument("--threads", type=int, help="ONNX Runtime threads (default: every core)")
+        command.add_argument("--max-sessions", type=int, default=16,
+                             help="sessions served at once; more are refused with 'overloaded' (default: 16)")
         command.add_argument("--idle-timeout", type=float, default=300.0,
                              help="close a session after this many seconds without a message while nothing "
                                   "is pending (default: 300)")
@@ -305,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "agent: batch vs incremental through the real servers, and barge-in; encoding: "
                             "the caller's formats' bit rates and Base64 growth over 24 clips; capacity: "
                             "concurrent sessions against one TTS server; overhead: first audio minus (first "
-                            "chunk ready + its inference)")
+                            "chunk ready + its inference); reliability: load to 16 sessions and fuzzing")
     bench.add_argument("--out-dir", default="results", help="where results go (default: results)")
     bench.add_argument("--trials", type=int, help="trials per measurement (default: each suite's own)")
     bench.set_defaults(handler=_bench)

@@ -1,0 +1,278 @@
+"""Reliability under load and bad input: what was tried, and what held.
+
+- **load**: 1, 2, 4, 8 and 16 concurrent sessions against one TTS server (started here with
+  ``--max-sessions``), each pipelining a multi-sentence answer over the raw protocol. Every accepted
+  request must be answered in order with complete audio (the frames add up to what
+  ``synthesis_complete`` reports); sessions over the limit must be refused with ``overloaded``;
+  the server's peak resident memory is read from ``/proc``.
+- **fuzz**: random and mutated client messages on one TTS session (text and binary frames, invalid
+  UTF-8, deep JSON, wrong types, unknown types, missing fields, oversize messages and frames), and
+  random agent payloads. Every bad message must get a clear error; a valid request afterwards must
+  still work; the servers must stay up.
+
+The reliability tests (``tests/reliability/``) run the same functions and assert on them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import platform
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import websockets
+
+import tts_protocol as protocol
+from voice_agent import servers
+from voice_agent.bench import write_results
+
+SENTENCES = ("Streaming speech starts sooner.", "Each sentence goes out at once.", "The listener hears it early.")
+LEVELS = (1, 2, 4, 8, 16)
+MAX_SESSIONS = 8
+"""The load server's session limit: levels above it must see refusals."""
+REPLY_TIMEOUT = 30.0
+
+
+def memory_mb(pid: int, field: str = "VmHWM") -> float:
+    """A process's memory from ``/proc``, in MB: ``VmHWM`` peak resident, ``VmRSS`` resident now."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    raise RuntimeError(f"no {field} in /proc/{pid}/status")
+
+
+async def _read_answers(ws: Any, request_ids: list[str]) -> dict[str, Any]:
+    """Read one session's answers; check order and completeness."""
+    order: list[str] = []
+    audio: dict[str, int] = {}
+    complete: dict[str, int] = {}
+    current: str | None = None
+    while len(complete) < len(request_ids):
+        frame = await asyncio.wait_for(ws.recv(), REPLY_TIMEOUT)
+        message = protocol.parse_server_message(frame)
+        if isinstance(message, bytes):
+            assert current is not None, "audio outside a synthesis"
+            audio[current] = audio.get(current, 0) + len(message)
+        elif isinstance(message, protocol.SynthesisStart):
+            current = message.request_id
+            order.append(current)
+        elif isinstance(message, protocol.SynthesisComplete):
+            complete[message.request_id] = int(message.stats["audio_bytes"])
+            current = None
+        else:
+            raise AssertionError(f"request {message.request_id} refused: {message.code}: {message.message}")
+    return {"in_order": order == request_ids,
+            "complete": all(audio.get(rid, 0) == complete[rid] > 0 for rid in request_ids),
+            "audio_bytes": sum(audio.values())}
+
+
+async def session(url: str, name: str) -> dict[str, Any]:
+    """One session pipelining ``SENTENCES``: its outcome (``refused`` with the server's reason, or
+    checked answers)."""
+    async with websockets.connect(url, open_timeout=10, max_size=4 * 1024 * 1024) as ws:
+        request_ids = [f"{name}-{i}" for i in range(len(SENTENCES))]
+        # A refused session's error may already be waiting when a send finds the connection closed.
+        with contextlib.suppress(websockets.ConnectionClosed):
+            for request_id, text in zip(request_ids, SENTENCES, strict=True):
+                await ws.send(protocol.encode_synthesize(protocol.Synthesize(request_id=request_id, text=text)))
+        try:
+            first = await asyncio.wait_for(ws.recv(), REPLY_TIMEOUT)
+        except websockets.ConnectionClosed as closed:
+            return {"refused": True, "code": None, "close_code": closed.rcvd.code if closed.rcvd else None}
+        message = protocol.parse_server_message(first)
+        if isinstance(message, protocol.Error) and message.request_id is None:
+            with contextlib.suppress(websockets.ConnectionClosed, TimeoutError):
+                await asyncio.wait_for(ws.recv(), 5)
+            return {"refused": True, "code": message.code, "close_code": ws.close_code}
+
+        result = await _read_answers(_Prepended(first, ws), request_ids)
+        return {"refused": False, **result}
+
+
+class _Prepended:
+    """A connection whose first message was already read."""
+
+    def __init__(self, first: Any, ws: Any) -> None:
+        self._first: list[Any] = [first]
+        self._ws = ws
+
+    async def recv(self) -> Any:
+        return self._first.pop() if self._first else await self._ws.recv()
+
+
+async def load_level(url: str, sessions: int) -> dict[str, Any]:
+    started = time.perf_counter()
+    outcomes = await asyncio.gather(*(session(url, f"s{sessions}-{i}") for i in range(sessions)))
+    accepted = [o for o in outcomes if not o["refused"]]
+    refused = [o for o in outcomes if o["refused"]]
+    return {"sessions": sessions, "accepted": len(accepted), "refused": len(refused),
+            "refusal_codes": sorted({str(o["code"]) for o in refused}),
+            "all_in_order": all(o["in_order"] for o in accepted),
+            "all_complete": all(o["complete"] for o in accepted),
+            "requests_answered": len(accepted) * len(SENTENCES),
+            "seconds": round(time.perf_counter() - started, 1)}
+
+
+# Fuzzing -------------------------------------------------------------------------------------------
+
+
+def _valid(rng: random.Random) -> dict[str, Any]:
+    return {"type": "synthesize", "request_id": f"f{rng.randrange(10**9)}", "text": rng.choice(["Hi.", "Yes.", "Ok."])}
+
+
+def fuzz_messages(count: int, seed: int = 7) -> list[str | bytes]:
+    """``count`` bad (or barely valid) client messages: random bytes, invalid UTF-8, deep JSON,
+    wrong types, unknown types, missing fields, mutations of a valid message."""
+    rng = random.Random(seed)
+    wrong_values = [None, 0, -1, 1e308, True, [], {}, "", "x" * 200, float("nan")]
+    makers = [
+        lambda: bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64))),  # random binary
+        lambda: b"\xff\xfe" + json.dumps(_valid(rng)).encode(),  # invalid UTF-8
+        lambda: "[" * rng.randrange(1_000, 60_000),  # deep JSON
+        lambda: '{"a":' * rng.randrange(1_000, 10_000) + "1" + "}" * rng.randrange(0, 10),
+        lambda: json.dumps(rng.choice([[], 1, "text", None, [1, 2]])),  # JSON, not an object
+        lambda: json.dumps({"type": rng.choice(["dance", "", "SYNTHESIZE", 5, None])}),  # unknown types
+        lambda: json.dumps({k: v for k, v in _valid(rng).items() if k != rng.choice(["text", "type"])}),
+        lambda: json.dumps({**_valid(rng), rng.choice(["text", "voice", "speed", "request_id", "format"]):
+                            rng.choice(wrong_values)}, allow_nan=True),
+        lambda: json.dumps({**_valid(rng), "speed": rng.choice([0, 0.1, 99, -3])}),
+        lambda: json.dumps({**_valid(rng), "voice": rng.choice(["nobody", "../x", "jf_alpha\x00"])}),
+        lambda: json.dumps(_valid(rng))[: rng.randrange(1, 40)],  # truncated
+        lambda: json.dumps({**_valid(rng), "text": "x" * (protocol.MAX_TEXT_CHARS + 1)}),
+        lambda: json.dumps({**_valid(rng), "pad": "y" * protocol.MAX_MESSAGE_BYTES}),  # oversize message
+        lambda: json.dumps({**_valid(rng), "text": rng.choice(["!!!", "...", "\u0007\u0008", "😀😀😀", "   "])}),
+    ]
+    messages: list[str | bytes] = []
+    for _ in range(count):
+        message = rng.choice(makers)()
+        if isinstance(message, str) and rng.random() < 0.3:
+            message = message.encode("utf-8")  # the same as a binary frame
+        messages.append(message)
+    return messages
+
+
+async def fuzz_tts(url: str, count: int, seed: int = 7) -> dict[str, Any]:
+    """Send each fuzz message on one session and wait for its answer: an error, or (for a message
+    that happens to be valid) a complete synthesis. Then a valid request must still work."""
+    outcomes: dict[str, int] = {}
+    async with websockets.connect(url, open_timeout=10, max_size=4 * 1024 * 1024) as ws:
+        for message in fuzz_messages(count, seed):
+            await ws.send(message)
+            while True:
+                reply = protocol.parse_server_message(await asyncio.wait_for(ws.recv(), REPLY_TIMEOUT))
+                if isinstance(reply, protocol.Error):
+                    if not reply.code or not reply.message:
+                        raise AssertionError(f"an error without a code or message: {reply}")
+                    outcomes[reply.code] = outcomes.get(reply.code, 0) + 1
+                    break
+                if isinstance(reply, protocol.SynthesisComplete):
+                    outcomes["synthesized"] = outcomes.get("synthesized", 0) + 1
+                    break
+        await ws.send(json.dumps({"type": "synthesize", "request_id": "after", "text": "Still working."}))
+        answer = await _read_answers(ws, ["after"])
+    return {"inputs": count, "outcomes": dict(sorted(outcomes.items())), "valid_request_after": answer["complete"]}
+
+
+async def oversize_frame(url: str) -> dict[str, Any]:
+    """A frame over the server's frame limit closes that connection (1009); a new one works."""
+    async with websockets.connect(url, open_timeout=10, max_size=None) as ws:
+        with contextlib.suppress(websockets.ConnectionClosed):
+            await ws.send(b"x" * (2 * 1024 * 1024))
+            await asyncio.wait_for(ws.recv(), REPLY_TIMEOUT)
+        close_code = ws.close_code
+    async with websockets.connect(url, open_timeout=10) as ws:
+        await ws.send(json.dumps({"type": "synthesize", "request_id": "next", "text": "Fine."}))
+        answer = await _read_answers(ws, ["next"])
+    return {"close_code": close_code, "next_connection_works": answer["complete"]}
+
+
+def fuzz_payloads(count: int, seed: int = 11) -> list[bytes]:
+    """Bad agent payloads: not JSON, not an object, wrong types and ranges, unknown fields."""
+    rng = random.Random(seed)
+    invalid = {  # values each field refuses
+        "prompt": [None, 0, True, [], {}, "", "   ", "x" * 4_001],
+        "mode": [None, 0, "", "sideways", "BATCH"],
+        "voice": [0, "", "../x", "x" * 65, "a b", "nobody"],  # "nobody": well-formed, refused by the TTS
+        "speed": [None, "1", True, 0, 0.49, 2.01, 1e9, -1],
+        "format": [None, 0, "", "flac", "MP3"],
+    }
+    makers = [
+        lambda: bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64))),
+        lambda: json.dumps(rng.choice([[], 1, "prompt", None])).encode(),
+        lambda: json.dumps({"prompt": rng.choice(invalid["prompt"])}).encode(),
+        lambda: json.dumps({"prompt": "Hi.", **{(field := rng.choice(["mode", "voice", "speed", "format"])):
+                                                rng.choice(invalid[field])}}).encode(),
+        lambda: json.dumps({"prompt": "Hi.", rng.choice(["colour", "Prompt", "__proto__"]): 1}).encode(),
+        lambda: ("[" * rng.randrange(1_000, 50_000)).encode(),
+        lambda: b'{"prompt": "\xff\xfe"}',
+    ]
+    return [rng.choice(makers)() for _ in range(count)]
+
+
+async def fuzz_agent(url: str, count: int, seed: int = 11) -> dict[str, Any]:
+    """POST each bad payload: a 4xx or an ``invalid_request`` event; never a 5xx; the agent stays up."""
+    outcomes: dict[str, int] = {}
+    timeout = aiohttp.ClientTimeout(total=REPLY_TIMEOUT)
+    async with aiohttp.ClientSession(timeout=timeout) as client:
+        for payload in fuzz_payloads(count, seed):
+            async with client.post(f"{url}/invocations", data=payload,
+                                   headers={"Content-Type": "application/json"}) as response:
+                body = await response.read()
+                if response.status >= 500:
+                    raise AssertionError(f"HTTP {response.status} for {payload[:80]!r}: {body[:300]!r}")
+                if response.status == 200:
+                    # Refused before any work, or (a well-formed but unknown voice) at the first sentence.
+                    last = json.loads(body.decode().strip().split("\n\n")[-1].removeprefix("data: "))
+                    if last.get("code") != "invalid_request":
+                        raise AssertionError(f"{payload[:80]!r} was not refused: {last}")
+                    key = "invalid_request event"
+                else:
+                    key = f"HTTP {response.status}"
+                outcomes[key] = outcomes.get(key, 0) + 1
+        async with client.get(f"{url}/ping") as ping:
+            alive = ping.status == 200
+    return {"inputs": count, "outcomes": outcomes, "alive_after": alive}
+
+
+# The report ----------------------------------------------------------------------------------------
+
+
+def markdown(results: dict[str, Any]) -> str:
+    rows = ["| sessions | accepted | refused (code) | requests answered | in order | complete audio | seconds |",
+            "|---|---|---|---|---|---|---|"]
+    for level in results["load"]:
+        rows.append(f"| {level['sessions']} | {level['accepted']} | {level['refused']} "
+                    f"({', '.join(level['refusal_codes']) or '-'}) | {level['requests_answered']} | "
+                    f"{level['all_in_order']} | {level['all_complete']} | {level['seconds']} |")
+    tts, agent, frame = results["fuzz_tts"], results["fuzz_agent"], results["oversize_frame"]
+    return "\n".join([
+        f"TTS server with --max-sessions {results['max_sessions']}; each session pipelines {len(SENTENCES)} "
+        f"sentences; {results['machine']}.", "", *rows, "",
+        f"Peak resident memory of the TTS server: {results['peak_rss_mb']} MB.", "",
+        f"TTS protocol fuzz: {tts['inputs']} inputs on one session -> {tts['outcomes']}; a valid request "
+        f"afterwards completed: {tts['valid_request_after']}. A 2 MiB frame closed its connection with "
+        f"{frame['close_code']}; the next connection worked: {frame['next_connection_works']}.",
+        f"Agent payload fuzz: {agent['inputs']} inputs -> {agent['outcomes']}; agent healthy afterwards: "
+        f"{agent['alive_after']}."])
+
+
+async def measure(tts: servers.Server, agent: servers.Server, fuzz_count: int) -> dict[str, Any]:
+    load = [await load_level(tts.ws_url, level) for level in LEVELS]
+    return {"max_sessions": MAX_SESSIONS, "load": load, "peak_rss_mb": memory_mb(tts.process.pid),
+            "fuzz_tts": await fuzz_tts(tts.ws_url, fuzz_count), "oversize_frame": await oversize_frame(tts.ws_url),
+            "fuzz_agent": await fuzz_agent(agent.http_url, fuzz_count), "machine": platform.platform()}
+
+
+def main(out_dir: Path, trials: int = 1, fuzz_count: int = 400) -> dict[str, Any]:
+    """``trials`` multiplies the fuzz inputs (400 each)."""
+    with servers.running(servers.start_tts_server(extra_args=["--max-sessions", str(MAX_SESSIONS)],
+                                                  progress=print)) as tts:
+        with servers.running(servers.start_agent_server(tts.ws_url, replay="short")) as agent:
+            results = asyncio.run(measure(tts, agent, fuzz_count * trials))
+    write_results(out_dir, "reliability", results, markdown(results))
+    return results
