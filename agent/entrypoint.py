@@ -33,6 +33,10 @@ from agent.tts_client import Connect, TTSSession
 
 log = logging.getLogger(__name__)
 
+MAX_PAYLOAD_BYTES = 64 * 1024
+"""Largest request body on /invocations, and largest message on /ws: a 4,000-character prompt is at
+most about 24 KB of JSON. Bigger bodies get HTTP 413 before they are buffered; bigger WebSocket
+messages close that connection with 1009."""
 STOP_TIMEOUT = 5.0
 """Seconds a barged-in answer may take to send its last event before it is cut off."""
 
@@ -63,6 +67,7 @@ def create_app(settings: AgentSettings | None = None) -> BedrockAgentCoreApp:
                              pipelining=settings.pipelining,
                              session_factory=functools.partial(TTSSession, chunk_timeout=settings.tts_timeout))
     app = BedrockAgentCoreApp()
+    app.add_middleware(PayloadLimit, limit=MAX_PAYLOAD_BYTES)
     # A payload nested deeper than the JSON parser recurses is bad input, not a server error.
     app.add_exception_handler(RecursionError, _too_deep)
 
@@ -222,5 +227,56 @@ class WebSocketCaller:
                 await self._websocket.send_bytes(data)
 
 
+class PayloadLimit:
+    """ASGI middleware: an HTTP request body over ``limit`` bytes is answered 413 without being
+    buffered whole (by its Content-Length, or as it streams in when it has none)."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self._app = app
+        self._limit = limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers", [])).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self._limit:
+            await self._refuse(send)
+            return
+        body, more = bytearray(), True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the caller went away
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self._limit:
+                await self._refuse(send)
+                return
+        delivered = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self._app(scope, replay, send)
+
+    async def _refuse(self, send: Any) -> None:
+        await JSONResponse({"error": "Payload too large", "details": f"the body exceeds {self._limit} bytes"},
+                           status_code=413)({"type": "http"}, _nothing, send)
+
+
+async def _nothing() -> dict[str, Any]:
+    return {"type": "http.disconnect"}
+
+
+def serve(settings: AgentSettings | None = None, host: str | None = None, port: int = 8080) -> None:
+    """Run the agent as AgentCore does (port 8080), with the WebSocket message limit."""
+    create_app(settings).run(host=host, port=port, ws_max_size=MAX_PAYLOAD_BYTES)
+
+
 if __name__ == "__main__":
-    create_app().run()
+    serve()

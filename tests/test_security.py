@@ -1,11 +1,16 @@
-"""Secrets stay out of the logs, and the local servers listen on loopback unless told otherwise."""
+"""Secrets stay out of the logs, every route limits its input, and the local servers listen on
+loopback unless told otherwise."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 
+import aiohttp
 import pytest
+import websockets
 
+from agent.entrypoint import MAX_PAYLOAD_BYTES
 from tests.test_end_to_end import raw_answer
 from voice_agent import servers
 from voice_agent.cli import build_parser
@@ -41,3 +46,28 @@ async def test_a_planted_credential_never_reaches_the_logs(tts_server, sagemaker
     for secret in (PLANTED_SECRET, PLANTED_TOKEN):
         assert secret not in text
         assert secret not in (artifacts / "sagemaker-local.log").read_text(errors="replace")
+
+
+async def test_the_agent_refuses_oversized_input_on_every_route(agent_server):
+    """/invocations: 413 by Content-Length and for a chunked body as it streams in; /ws: a message
+    over the limit closes that connection with 1009. The agent stays healthy."""
+    url = agent_server("short").http_url
+    big = json.dumps({"prompt": "x" * (MAX_PAYLOAD_BYTES + 1)}).encode()
+
+    async def chunked():
+        for offset in range(0, len(big), 8192):
+            yield big[offset:offset + 8192]
+
+    async with aiohttp.ClientSession() as client:
+        for body in (big, chunked()):
+            async with client.post(f"{url}/invocations", data=body,
+                                   headers={"Content-Type": "application/json"}) as response:
+                assert response.status == 413
+                assert "too large" in (await response.json())["error"].lower()
+        async with websockets.connect(url.replace("http", "ws") + "/ws", max_size=None) as ws:
+            await ws.send(json.dumps({"type": "ask", "prompt": "x" * (MAX_PAYLOAD_BYTES + 1)}))
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await asyncio.wait_for(ws.recv(), 10)
+        assert closed.value.rcvd.code == 1009
+        async with client.get(f"{url}/ping") as ping:
+            assert ping.status == 200

@@ -29,7 +29,7 @@ def _serve_tts(args: argparse.Namespace) -> int:
 
 def _serve_agent(args: argparse.Namespace) -> int:
     from agent.config import AgentSettings
-    from agent.entrypoint import create_app
+    from agent.entrypoint import serve
 
     # The runtime logs through its own handler; without this every line would appear twice.
     logging.getLogger("bedrock_agentcore").propagate = False
@@ -37,7 +37,7 @@ def _serve_agent(args: argparse.Namespace) -> int:
     overrides = {"tts_url": args.tts_url, "replay": args.replay, "replay_speed": args.replay_speed,
                  "model": "replay" if args.replay else args.model}
     settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if v is not None})
-    create_app(settings).run(host=args.host, port=args.port)
+    serve(settings, host=args.host, port=args.port)
     return 0
 
 
