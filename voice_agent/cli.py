@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,26 @@ def _bedrock_local(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check(args: argparse.Namespace) -> int:
+    from agent.sagemaker_transport import SageMakerConnector
+    from voice_agent.check import check
+
+    if args.endpoint:
+        if not args.region:
+            print("error: --region (or AWS_REGION) is needed with --endpoint", file=sys.stderr)
+            return 2
+        target: Any = SageMakerConnector(args.endpoint, args.region, endpoint_uri=args.endpoint_url,
+                                         ca_file=Path(args.ca_bundle) if args.ca_bundle else None)
+        where = f"SageMaker endpoint {args.endpoint} ({args.region})"
+    else:
+        target, where = args.url, args.url
+    print(f"checking {where}: one sentence through a bidirectional session", flush=True)
+    result = asyncio.run(check(target, text=args.text, voice=args.voice, timeout=args.timeout))
+    print(json.dumps({"ok": result.ok, "checks": result.checks, "stats": result.stats}) if args.json
+          else result.report())
+    return 0 if result.ok else 1
+
+
 def _record(args: argparse.Namespace) -> int:
     from agent.config import AgentSettings
     from agent.models import build_model, model_kind
@@ -196,6 +217,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from agent.audio_encoding import DEFAULT_FORMAT, FORMATS
+    from voice_agent.check import DEFAULT_TEXT as CHECK_TEXT
 
     parser = argparse.ArgumentParser(prog="voice-agent", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -293,6 +315,28 @@ def build_parser() -> argparse.ArgumentParser:
     bedrock.add_argument("--replay-speed", type=float, default=1.0, help="stream this many times faster than "
                                                                          "recorded (default: 1)")
     bedrock.set_defaults(handler=_bedrock_local)
+
+    checker = commands.add_parser(
+        "check", help="after a deploy: prove the TTS endpoint can synthesize, not just answer /ping",
+        description="Open a real bidirectional session, synthesize one sentence, and verify the audio "
+                    "(non-empty, whole samples, not silence, a plausible duration) and synthesis_complete. "
+                    "Exit status 0 when the endpoint can speak, 1 when it cannot.")
+    target = checker.add_mutually_exclusive_group(required=True)
+    target.add_argument("--endpoint", help="the SageMaker endpoint name (InvokeEndpointWithBidirectionalStream, "
+                                           "boto3's credentials)")
+    target.add_argument("--url", help="a container's WebSocket instead, e.g. "
+                                      "ws://127.0.0.1:8081/invocations-bidirectional-stream")
+    checker.add_argument("--region", default=os.environ.get("AWS_REGION"),
+                         help="the endpoint's region (default: $AWS_REGION)")
+    checker.add_argument("--endpoint-url", help="override https://runtime.sagemaker.REGION.amazonaws.com:8443 "
+                                                "(e.g. the local stand-in)")
+    checker.add_argument("--ca-bundle", help="a private CA to trust for --endpoint-url (the stand-in's)")
+    checker.add_argument("--text", default=CHECK_TEXT,
+                         help="the sentence to synthesize")
+    checker.add_argument("--voice", help="voice name (default: the container's)")
+    checker.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for audio (default: 60)")
+    checker.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    checker.set_defaults(handler=_check)
 
     record = commands.add_parser("record", help="capture a model's stream into the replay format")
     record.add_argument("--prompt", required=True)
