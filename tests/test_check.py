@@ -9,10 +9,7 @@ import os
 import subprocess
 import sys
 
-import uvicorn
-
-from tests.test_sagemaker import FAKE_CREDENTIALS, text_frames_only_app
-from voice_agent import servers
+from tests.test_sagemaker import FAKE_CREDENTIALS, buggy_endpoint
 
 
 def run_check(*args: str) -> subprocess.CompletedProcess[str]:
@@ -38,24 +35,9 @@ def test_check_passes_for_a_container_reached_directly(tts_server):
 
 
 async def test_check_fails_an_endpoint_that_pings_healthy_but_cannot_synthesize(artifacts):
-    port = servers.free_port()
-    container = uvicorn.Server(uvicorn.Config(text_frames_only_app(), host="127.0.0.1", port=port, log_level="error"))
-    task = asyncio.create_task(container.serve())
-    try:
-        while not container.started:
-            await asyncio.sleep(0.05)
-        stand_in = await asyncio.to_thread(
-            servers.start_sagemaker_local, f"ws://127.0.0.1:{port}/invocations-bidirectional-stream",
-            str(artifacts / "sagemaker-tls-check"), log_path=str(artifacts / "sagemaker-local-check.log"))
-        try:
-            completed = await asyncio.to_thread(
-                run_check, "--endpoint", "kokoro-tts", "--region", "us-east-1", "--endpoint-url",
-                stand_in.https_url, "--ca-bundle", str(artifacts / "sagemaker-tls-check" / "ca.pem"))
-        finally:
-            servers.stop(stand_in)
-    finally:
-        container.should_exit = True
-        await task
+    async with buggy_endpoint(artifacts, "check") as (stand_in, ca, _):
+        completed = await asyncio.to_thread(run_check, "--endpoint", "kokoro-tts", "--region", "us-east-1",
+                                            "--endpoint-url", stand_in.https_url, "--ca-bundle", str(ca))
     assert completed.returncode == 1
     result = json.loads(completed.stdout.splitlines()[-1])
     assert not result["ok"]

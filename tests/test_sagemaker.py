@@ -5,7 +5,9 @@ forwards every client message to the container as a binary WebSocket frame, as S
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -68,7 +70,10 @@ def text_frames_only_app() -> Starlette:
     return Starlette(routes=[Route("/ping", ping), WebSocketRoute("/invocations-bidirectional-stream", stream)])
 
 
-async def test_a_container_reading_only_text_frames_fails_through_sagemaker_while_ping_stays_healthy(artifacts):
+@contextlib.asynccontextmanager
+async def buggy_endpoint(artifacts: Path, name: str) -> AsyncIterator[tuple[servers.Server, Path, int]]:
+    """The SageMaker stand-in in front of a text-frames-only container: the stand-in, its CA, and
+    the container's port."""
     port = servers.free_port()
     container = uvicorn.Server(uvicorn.Config(text_frames_only_app(), host="127.0.0.1", port=port, log_level="error"))
     task = asyncio.create_task(container.serve())
@@ -77,22 +82,26 @@ async def test_a_container_reading_only_text_frames_fails_through_sagemaker_whil
             await asyncio.sleep(0.05)
         stand_in = await asyncio.to_thread(
             servers.start_sagemaker_local, f"ws://127.0.0.1:{port}/invocations-bidirectional-stream",
-            str(artifacts / "sagemaker-tls-buggy"), log_path=str(artifacts / "sagemaker-local-buggy.log"))
+            str(artifacts / f"sagemaker-tls-{name}"), log_path=str(artifacts / f"sagemaker-local-{name}.log"))
         try:
-            async with TTSSession(connector(stand_in.https_url, artifacts / "sagemaker-tls-buggy" / "ca.pem"),
-                                  max_reconnects=0, chunk_timeout=10) as tts:
-                stream = await tts.synthesize("Hello.")
-                with pytest.raises(TTSError) as raised:
-                    [chunk async for chunk in stream]
-            assert raised.value.code == "connection_failed"
-            assert "ModelStreamError" in raised.value.message
-            async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/ping") as ping:
-                assert ping.status == 200
+            yield stand_in, artifacts / f"sagemaker-tls-{name}" / "ca.pem", port
         finally:
             servers.stop(stand_in)
     finally:
         container.should_exit = True
         await task
+
+
+async def test_a_container_reading_only_text_frames_fails_through_sagemaker_while_ping_stays_healthy(artifacts):
+    async with buggy_endpoint(artifacts, "buggy") as (stand_in, ca, port):
+        async with TTSSession(connector(stand_in.https_url, ca), max_reconnects=0, chunk_timeout=10) as tts:
+            stream = await tts.synthesize("Hello.")
+            with pytest.raises(TTSError) as raised:
+                [chunk async for chunk in stream]
+        assert raised.value.code == "connection_failed"
+        assert "ModelStreamError" in raised.value.message
+        async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/ping") as ping:
+            assert ping.status == 200
 
 
 async def test_opening_retries_while_the_container_refuses_then_succeeds(artifacts):
