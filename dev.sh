@@ -66,11 +66,26 @@ setup() {
   echo "$wanted" > "$stamp"
 }
 
+ensure_chromium() {
+  # The browser client's test drives Debian's chromium through Playwright (no browser download).
+  if [ -n "${VOICE_AGENT_CHROMIUM:-}" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
+    return 0
+  fi
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing Debian's chromium for the browser test"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q --no-install-recommends chromium >/dev/null \
+      || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends chromium >/dev/null; }
+  else
+    echo "setup: no chromium found; the browser test is skipped (install your distribution's chromium, or set VOICE_AGENT_CHROMIUM)"
+  fi
+}
+
 job="${1:-}"
 shift || true
 case "$job" in
   setup) setup ;;
   demo) setup; exec "$VENV/bin/voice-agent" demo "$@" ;;
-  test) setup; "$VENV/bin/ruff" check --quiet .; exec "$VENV/bin/python" -m pytest "$@" ;;
+  test) setup; ensure_chromium; "$VENV/bin/ruff" check --quiet .; exec "$VENV/bin/python" -m pytest "$@" ;;
   *) echo "usage: ./dev.sh demo|test|setup [options]" >&2; exit 2 ;;
 esac

@@ -2,7 +2,8 @@
 
 The payload is ``{"prompt": str, "mode": "incremental"|"batch", "voice"?: str, "speed"?: float}``;
 the answer streams back as ``text/event-stream``, one ``agent.events`` dict per ``data:`` line.
-The WebSocket ``/ws`` is the binary caller leg (:class:`WebSocketCaller`).
+The WebSocket ``/ws`` is the binary caller leg (:class:`WebSocketCaller`); ``GET /`` serves a
+browser client that uses it.
 Configuration comes from the environment (``agent.config``). Run it with
 ``voice-agent serve-agent`` or, as AgentCore does in the container, ``python -m agent.entrypoint``.
 """
@@ -13,6 +14,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import importlib.resources
 import json
 import logging
 import uuid
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bedrock_agentcore.runtime import BedrockAgentCoreApp, RequestContext
-from starlette.responses import JSONResponse, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, StreamingResponse
 from starlette.websockets import WebSocket
 
 from agent import events
@@ -68,6 +70,7 @@ def create_app(settings: AgentSettings | None = None) -> BedrockAgentCoreApp:
                              session_factory=functools.partial(TTSSession, chunk_timeout=settings.tts_timeout))
     app = BedrockAgentCoreApp()
     app.add_middleware(PayloadLimit, limit=MAX_PAYLOAD_BYTES)
+    app.add_route("/", _page, methods=["GET"])
     # A payload nested deeper than the JSON parser recurses is bad input, not a server error.
     app.add_exception_handler(RecursionError, _too_deep)
 
@@ -85,6 +88,11 @@ def create_app(settings: AgentSettings | None = None) -> BedrockAgentCoreApp:
         await WebSocketCaller(websocket, pipeline, context.session_id).run()
 
     return app
+
+
+async def _page(request: Any) -> HTMLResponse:
+    """The browser client (``agent/web/index.html``): one static page on the binary /ws leg."""
+    return HTMLResponse((importlib.resources.files("agent") / "web" / "index.html").read_text(encoding="utf-8"))
 
 
 async def _too_deep(request: Any, exc: Exception) -> JSONResponse:
