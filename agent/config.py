@@ -63,6 +63,10 @@ class AgentSettings:
     tts_timeout: float = 60.0
     """VOICE_AGENT_TTS_TIMEOUT: seconds to wait for a sentence's next audio before the answer fails
     with ``tts_failed`` (a stalled TTS container never leaves the caller hanging)."""
+    tts_reconnects: int = 3
+    """VOICE_AGENT_TTS_RECONNECTS: times a lost TTS session is reopened (waits 0.2 s, doubling) and its
+    unfinished sentences resent, before the answer fails with ``tts_failed``. Raise it to ride out a
+    container restart (about 5 s here: 6 attempts wait up to 12.6 s)."""
     pipelining: bool = True
     """VOICE_AGENT_PIPELINING (1/0): send each sentence without waiting for the previous one's audio."""
 
@@ -92,6 +96,7 @@ class AgentSettings:
             quick_first_chunk=env.get("VOICE_AGENT_QUICK_FIRST_CHUNK", "1") != "0",
             pipelining=env.get("VOICE_AGENT_PIPELINING", "1") != "0",
             tts_timeout=float(env.get("VOICE_AGENT_TTS_TIMEOUT", "60")),
+            tts_reconnects=int(env.get("VOICE_AGENT_TTS_RECONNECTS", "3")),
         )
 
 

@@ -67,7 +67,8 @@ def create_app(settings: AgentSettings | None = None) -> BedrockAgentCoreApp:
                              system_prompt=settings.system_prompt, default_voice=settings.voice,
                              chunker_factory=lambda: SentenceChunker(quick_first_chunk=settings.quick_first_chunk),
                              pipelining=settings.pipelining,
-                             session_factory=functools.partial(TTSSession, chunk_timeout=settings.tts_timeout))
+                             session_factory=functools.partial(TTSSession, chunk_timeout=settings.tts_timeout,
+                                                               max_reconnects=settings.tts_reconnects))
     app = BedrockAgentCoreApp()
     app.add_middleware(PayloadLimit, limit=MAX_PAYLOAD_BYTES)
     app.add_route("/", _page, methods=["GET"])

@@ -1,6 +1,6 @@
-"""Faults: a TTS container that stalls, and a caller that reads slowly. (A TTS container killed and
-restarted mid-answer is tests/test_resilience.py; callers that disconnect mid-answer, with the
-agent's descriptors and threads counted, are tests/test_barge_in.py.)"""
+"""Faults: a TTS container that stalls, that is killed mid-answer (restarted, or not), and a caller
+that reads slowly. (Callers that disconnect mid-answer, with the agent's descriptors and threads
+counted, are tests/test_barge_in.py; the session-level resume is tests/test_resilience.py.)"""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 import aiohttp
 import websockets
 
+from tests.test_end_to_end import raw_answer
 from voice_agent import servers
 from voice_agent.bench.reliability import memory_mb
 
@@ -64,3 +65,81 @@ async def test_a_slow_caller_gets_every_byte_and_the_agent_stays_bounded(agent_s
     assert [e["seq"] for e in events] == list(range(len(events)))
     assert growth < 100
 
+
+
+async def answer_with_a_restart(agent_url: str, tts: dict, restart) -> list[dict]:
+    """Ask; at the first audio, SIGKILL the TTS container (restarting it when ``restart`` is given)."""
+    events, restarting = [], None
+    async with aiohttp.ClientSession() as client:
+        async with client.post(f"{agent_url}/invocations", json={"prompt": "Go."}) as response:
+            async for line in response.content:
+                if not line.startswith(b"data: "):
+                    continue
+                events.append(json.loads(line.removeprefix(b"data: ")))
+                if events[-1]["type"] == "audio" and tts["server"].process.poll() is None and not tts.get("killed"):
+                    tts["server"].process.kill()
+                    tts["killed"] = True
+                    if restart is not None:
+                        restarting = asyncio.create_task(asyncio.to_thread(restart))
+    if restarting is not None:
+        await restarting
+    return events
+
+
+def audio_by_sentence(events: list[dict]) -> dict[int, bytes]:
+    audio: dict[int, bytearray] = {}
+    for event in events:
+        if event["type"] == "audio":
+            audio.setdefault(event["index"], bytearray()).extend(base64.b64decode(event["audio"]))
+    return {index: bytes(data) for index, data in audio.items()}
+
+
+async def test_a_tts_container_killed_mid_answer_every_sentence_reaches_the_caller_exactly_once(
+        agent_server, artifacts: Path):
+    """Through the agent: the container is SIGKILLed at the answer's first audio and restarted on the
+    same port; the caller still gets every sentence once, in order, byte-identical to an answer that
+    was never interrupted (Kokoro is deterministic)."""
+    _, reference = await raw_answer(agent_server("long").http_url, {"prompt": "Go."})
+    port = servers.free_port()
+    log = str(artifacts / "tts-server-agent-restart.log")
+    tts = {"server": await asyncio.to_thread(servers.start_tts_server, port, log_path=log)}
+
+    def restart() -> None:
+        tts["server"] = servers.start_tts_server(port, log_path=log)
+
+    agent = await asyncio.to_thread(
+        servers.start_agent_server, tts["server"].ws_url, replay="long",
+        env={"VOICE_AGENT_TTS_RECONNECTS": "6"}, log_path=str(artifacts / "agent-restart.log"))
+    try:
+        events = await answer_with_a_restart(agent.http_url, tts, restart)
+    finally:
+        servers.stop(agent)
+        servers.stop(tts["server"])
+    assert events[-1]["type"] == "end", events[-1]
+    sentences = [e["index"] for e in events if e["type"] == "sentence"]
+    assert sentences == list(range(len(sentences))) == [e["index"] for e in reference if e["type"] == "sentence"]
+    got, want = audio_by_sentence(events), audio_by_sentence(reference)
+    assert sorted(got) == sorted(want)
+    for index in want:
+        assert got[index] == want[index], f"sentence {index}: {len(got[index])} bytes, {len(want[index])} expected"
+    restarts = Path(artifacts / "agent-restart.log").read_text().count("reconnecting, attempt")
+    print(f"\nTTS killed at the first audio and restarted: {len(sentences)} sentences, each exactly once, "
+          f"byte-identical; {restarts} reconnection attempt(s)")
+    assert restarts >= 1
+
+
+async def test_a_tts_container_that_stays_down_ends_the_answer_with_a_clear_error(artifacts: Path):
+    port = servers.free_port()
+    tts = {"server": await asyncio.to_thread(servers.start_tts_server, port,
+                                             log_path=str(artifacts / "tts-server-stays-down.log"))}
+    agent = await asyncio.to_thread(servers.start_agent_server, tts["server"].ws_url, replay="long",
+                                    log_path=str(artifacts / "agent-tts-down.log"))
+    try:
+        started = time.monotonic()
+        events = await answer_with_a_restart(agent.http_url, tts, None)
+        elapsed = time.monotonic() - started
+    finally:
+        servers.stop(agent)
+    print(f"\nTTS killed and not restarted: {events[-1]['code']} after {elapsed:.1f} s: {events[-1]['message']}")
+    assert events[-1]["type"] == "error" and events[-1]["code"] == "tts_failed"
+    assert "gave up after 3 reconnection attempt(s)" in events[-1]["message"]
