@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import tts_protocol
+from voice_agent.check import plausible_seconds
 
 
 def samples(pcm: bytes) -> np.ndarray:
@@ -17,14 +18,13 @@ def rms(pcm: bytes) -> float:
 
 
 def assert_speech_like(pcm: bytes, text: str) -> None:
-    """Not silent, whole samples, and as long as speaking ``text`` plausibly takes: Kokoro speaks
-    English at roughly 12-18 characters per second; the bounds leave a factor of two either way."""
+    """Not silent, whole samples, and as long as speaking ``text`` plausibly takes
+    (``voice_agent.check.plausible_seconds``)."""
     assert len(pcm) % tts_protocol.SAMPLE_WIDTH == 0, "PCM16 audio must be whole 16-bit samples"
     assert rms(pcm) > 0.01, f"audio is silent (rms {rms(pcm):.4f})"
     seconds = tts_protocol.pcm16_seconds(len(pcm))
-    characters = len(text)
-    assert characters / 36 <= seconds <= characters / 6 + 0.5, (
-        f"{seconds:.2f} s of audio is implausible for {characters} characters: {text!r}")
+    low, high = plausible_seconds(text)
+    assert low <= seconds <= high, f"{seconds:.2f} s of audio is implausible for {len(text)} characters: {text!r}"
 
 
 def decode(stream: bytes, sample_rate: int = tts_protocol.SAMPLE_RATE) -> np.ndarray:

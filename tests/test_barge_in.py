@@ -37,10 +37,6 @@ async def answer_until(gen, stop_when) -> list[dict]:
     return seen
 
 
-def first_audio(seen: list[dict]) -> bool:
-    return seen[-1]["type"] == "audio"
-
-
 async def test_cancel_stops_the_answer_and_the_conversation_keeps_what_was_said(tts_server):
     voice = pipeline(tts_server.ws_url)
     cancel = asyncio.Event()

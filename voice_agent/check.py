@@ -28,6 +28,11 @@ MIN_RMS = 0.01
 """Below this (full scale 1.0) the audio is silence."""
 
 
+def plausible_seconds(text: str) -> tuple[float, float]:
+    """The shortest and longest plausible durations of ``text`` spoken."""
+    return len(text) / CHARS_PER_SECOND[1], len(text) / CHARS_PER_SECOND[0] + 0.5
+
+
 @dataclass
 class CheckResult:
     ok: bool
@@ -72,7 +77,7 @@ async def check(target: str | Connect, text: str = DEFAULT_TEXT, voice: str | No
     result.add("audio", len(pcm) > 0, f"{len(pcm):,} bytes received")
     result.add("whole samples", len(pcm) % tts_protocol.SAMPLE_WIDTH == 0, "16-bit PCM")
     seconds = tts_protocol.pcm16_seconds(len(pcm))
-    low, high = len(text) / CHARS_PER_SECOND[1], len(text) / CHARS_PER_SECOND[0] + 0.5
+    low, high = plausible_seconds(text)
     result.add("duration", low <= seconds <= high,
                f"{seconds:.2f} s for {len(text)} characters (plausible: {low:.2f}-{high:.2f} s)")
     level = _rms(bytes(pcm))

@@ -13,6 +13,7 @@ from pathlib import Path
 import aiohttp
 import websockets
 
+from tests.agents import agent_running
 from tests.test_end_to_end import raw_answer
 from voice_agent import servers
 from voice_agent.bench.reliability import memory_mb
@@ -26,17 +27,14 @@ async def test_a_stalled_tts_container_gives_the_caller_a_clear_error_not_a_hang
 
     async with websockets.serve(stall, "127.0.0.1", 0) as stalled:
         port = stalled.sockets[0].getsockname()[1]
-        agent = await asyncio.to_thread(
-            servers.start_agent_server, f"ws://127.0.0.1:{port}/invocations-bidirectional-stream", replay="short",
-            replay_speed=4.0, env={"VOICE_AGENT_TTS_TIMEOUT": "2"}, log_path=str(artifacts / "agent-stalled.log"))
-        try:
+        async with agent_running(f"ws://127.0.0.1:{port}/invocations-bidirectional-stream", replay="short",
+                                 replay_speed=4.0, env={"VOICE_AGENT_TTS_TIMEOUT": "2"},
+                                 log_path=str(artifacts / "agent-stalled.log")) as agent:
             started = time.monotonic()
             async with aiohttp.ClientSession() as client:
                 async with client.post(f"{agent.http_url}/invocations", json={"prompt": "Go."}) as response:
                     body = await response.read()
             elapsed = time.monotonic() - started
-        finally:
-            servers.stop(agent)
     last = json.loads(body.decode().strip().split("\n\n")[-1].removeprefix("data: "))
     print(f"\nstalled TTS: the caller got {last['code']} after {elapsed:.1f} s: {last['message']}")
     assert last["type"] == "error" and last["code"] == "tts_failed"
@@ -107,13 +105,11 @@ async def test_a_tts_container_killed_mid_answer_every_sentence_reaches_the_call
     def restart() -> None:
         tts["server"] = servers.start_tts_server(port, log_path=log)
 
-    agent = await asyncio.to_thread(
-        servers.start_agent_server, tts["server"].ws_url, replay="long",
-        env={"VOICE_AGENT_TTS_RECONNECTS": "6"}, log_path=str(artifacts / "agent-restart.log"))
     try:
-        events = await answer_with_a_restart(agent.http_url, tts, restart)
+        async with agent_running(tts["server"].ws_url, replay="long", env={"VOICE_AGENT_TTS_RECONNECTS": "6"},
+                                 log_path=str(artifacts / "agent-restart.log")) as agent:
+            events = await answer_with_a_restart(agent.http_url, tts, restart)
     finally:
-        servers.stop(agent)
         servers.stop(tts["server"])
     assert events[-1]["type"] == "end", events[-1]
     sentences = [e["index"] for e in events if e["type"] == "sentence"]
@@ -132,14 +128,11 @@ async def test_a_tts_container_that_stays_down_ends_the_answer_with_a_clear_erro
     port = servers.free_port()
     tts = {"server": await asyncio.to_thread(servers.start_tts_server, port,
                                              log_path=str(artifacts / "tts-server-stays-down.log"))}
-    agent = await asyncio.to_thread(servers.start_agent_server, tts["server"].ws_url, replay="long",
-                                    log_path=str(artifacts / "agent-tts-down.log"))
-    try:
+    async with agent_running(tts["server"].ws_url, replay="long",
+                             log_path=str(artifacts / "agent-tts-down.log")) as agent:
         started = time.monotonic()
         events = await answer_with_a_restart(agent.http_url, tts, None)
         elapsed = time.monotonic() - started
-    finally:
-        servers.stop(agent)
     print(f"\nTTS killed and not restarted: {events[-1]['code']} after {elapsed:.1f} s: {events[-1]['message']}")
     assert events[-1]["type"] == "error" and events[-1]["code"] == "tts_failed"
     assert "gave up after 3 reconnection attempt(s)" in events[-1]["message"]

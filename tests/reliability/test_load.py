@@ -9,8 +9,8 @@ import time
 
 import websockets
 
+from tests.agents import agent_running
 from tests.test_end_to_end import raw_answer
-from voice_agent import servers
 from voice_agent.bench.reliability import LEVELS, MAX_SESSIONS, SENTENCES, load_level, memory_mb
 
 
@@ -58,17 +58,14 @@ async def test_concurrent_callers_each_get_their_own_answer(agent_server):
 async def test_an_overloaded_tts_server_gives_the_caller_a_clear_error(limited_tts, artifacts):
     """Every session slot taken: the agent's answer ends with tts_failed naming the overload, at
     once (a refusal is not retried as if the connection had dropped)."""
-    agent = await asyncio.to_thread(servers.start_agent_server, limited_tts.ws_url, replay="short",
-                                    replay_speed=4.0, log_path=str(artifacts / "agent-overloaded.log"))
-    try:
+    async with agent_running(limited_tts.ws_url, replay="short", replay_speed=4.0,
+                             log_path=str(artifacts / "agent-overloaded.log")) as agent:
         async with contextlib.AsyncExitStack() as held:
             for _ in range(MAX_SESSIONS):
                 await held.enter_async_context(websockets.connect(limited_tts.ws_url))
             started = time.monotonic()
             _, events = await raw_answer(agent.http_url, {"prompt": "Go."})
             elapsed = time.monotonic() - started
-    finally:
-        servers.stop(agent)
     print(f"\noverloaded TTS: {events[-1]['code']} after {elapsed:.1f} s: {events[-1]['message']}")
     assert events[-1]["type"] == "error" and events[-1]["code"] == "tts_failed"
     assert "overloaded" in events[-1]["message"]

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import tts_protocol
 from agent.audio_encoding import FORMATS, StreamEncoder
 from agent.tts_client import TTSSession
 from voice_agent import servers
@@ -79,7 +80,7 @@ def encode(fmt: str, clips: list[list[bytes]], trials: int) -> dict[str, Any]:
         encode_seconds += min(timings)
         total_bytes += len(data)
         base64_bytes += len(base64.b64encode(data))
-        seconds += sum(len(frame) for frame in frames) / 48_000
+        seconds += tts_protocol.pcm16_seconds(sum(len(frame) for frame in frames))
     label = FORMATS[fmt].bit_rate
     return {"label_kbps": label / 1000 if label else None, "measured_kbps": round(total_bytes * 8 / seconds / 1000, 1),
             "bytes": total_bytes, "base64_bytes": base64_bytes, "growth": round(base64_bytes / total_bytes - 1, 3),

@@ -46,14 +46,18 @@ def memory_mb(pid: int, field: str = "VmHWM") -> float:
     raise RuntimeError(f"no {field} in /proc/{pid}/status")
 
 
-async def _read_answers(ws: Any, request_ids: list[str]) -> dict[str, Any]:
-    """Read one session's answers; check order and completeness."""
+async def _read_answers(ws: Any, request_ids: list[str], first: Any = None) -> dict[str, Any]:
+    """Read one session's answers (starting with ``first`` when it was already read); check order
+    and completeness."""
     order: list[str] = []
     audio: dict[str, int] = {}
     complete: dict[str, int] = {}
     current: str | None = None
     while len(complete) < len(request_ids):
-        frame = await asyncio.wait_for(ws.recv(), REPLY_TIMEOUT)
+        if first is not None:
+            frame, first = first, None
+        else:
+            frame = await asyncio.wait_for(ws.recv(), REPLY_TIMEOUT)
         message = protocol.parse_server_message(frame)
         if isinstance(message, bytes):
             assert current is not None, "audio outside a synthesis"
@@ -90,19 +94,8 @@ async def session(url: str, name: str) -> dict[str, Any]:
                 await asyncio.wait_for(ws.recv(), 5)
             return {"refused": True, "code": message.code, "close_code": ws.close_code}
 
-        result = await _read_answers(_Prepended(first, ws), request_ids)
+        result = await _read_answers(ws, request_ids, first)
         return {"refused": False, **result}
-
-
-class _Prepended:
-    """A connection whose first message was already read."""
-
-    def __init__(self, first: Any, ws: Any) -> None:
-        self._first: list[Any] = [first]
-        self._ws = ws
-
-    async def recv(self) -> Any:
-        return self._first.pop() if self._first else await self._ws.recv()
 
 
 async def load_level(url: str, sessions: int) -> dict[str, Any]:
