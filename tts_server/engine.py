@@ -21,7 +21,7 @@ import onnxruntime as ort
 
 from tts_protocol import SAMPLE_RATE
 from tts_server.g2p import EnglishG2P
-from tts_server.model_files import ensure_model
+from tts_server.model_files import model_path
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +75,17 @@ def split_phonemes(phonemes: str, limit: int = MAX_PHONEMES) -> list[str]:
 
 
 def _providers() -> list[str]:
+    """CUDA first when this ONNX Runtime build has it (the GPU image's onnxruntime-gpu), then CPU.
+    ONNX Runtime falls back to CPU by itself when no GPU is visible; the engine logs what it got."""
     available = ort.get_available_providers()
-    preferred = [p for p in ("CUDAExecutionProvider",) if p in available]
-    return preferred + ["CPUExecutionProvider"]
+    if "CUDAExecutionProvider" not in available:
+        return ["CPUExecutionProvider"]
+    if hasattr(ort, "preload_dlls"):  # load the CUDA/cuDNN libraries installed from the nvidia-* wheels
+        try:
+            ort.preload_dlls()
+        except Exception as exc:  # noqa: BLE001 - a missing library means CPU, and the log says why
+            log.warning("engine: CUDA libraries did not load (%s); ONNX Runtime will fall back to CPU", exc)
+    return ["CUDAExecutionProvider", "CPUExecutionProvider"]
 
 
 class KokoroEngine:
@@ -99,13 +107,14 @@ class KokoroEngine:
         if default_voice not in voices:
             raise UnknownVoiceError(f"default voice {default_voice!r} is not in the voices file")
         self.default_voice = default_voice
-        log.info("engine: %s, %d threads, %d voices (default %s)", self.provider, options.intra_op_num_threads,
+        log.info("engine: %s on %s (available: %s), %d threads, %d voices (default %s)", model_path.name,
+                 self.provider, ", ".join(ort.get_available_providers()), options.intra_op_num_threads,
                  len(voices), default_voice)
 
     @classmethod
     def load(cls, voices_path: str | Path | None = None, *, threads: int | None = None,
              default_voice: str = DEFAULT_VOICE) -> KokoroEngine:
-        return cls(ensure_model(), load_voices(voices_path), threads=threads, default_voice=default_voice)
+        return cls(model_path(), load_voices(voices_path), threads=threads, default_voice=default_voice)
 
     def resolve_voice(self, voice: str | None) -> str:
         name = voice or self.default_voice

@@ -82,3 +82,19 @@ def ensure_model(directory: Path | None = None, progress: Callable[[str], None] 
     _digest_file(model).write_text(MODEL_SHA256 + "\n")
     say(f"model: verified sha256 {MODEL_SHA256[:12]}..., saved to {model}")
     return model
+
+
+MODEL_FILE_ENV = "VOICE_AGENT_MODEL_FILE"
+"""Environment variable naming another Kokoro ONNX model to serve (the GPU image's full-precision
+``kokoro-v1.0.onnx``, verified when the image is built); unset serves the packaged int8 model."""
+
+
+def model_path() -> Path:
+    """The model the engine loads: ``$VOICE_AGENT_MODEL_FILE`` if set, else the packaged int8 model."""
+    override = os.environ.get(MODEL_FILE_ENV)
+    if not override:
+        return ensure_model()
+    path = Path(override)
+    if not path.is_file():
+        raise ModelFileError(f"{MODEL_FILE_ENV}={override} is not a file")
+    return path

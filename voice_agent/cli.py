@@ -215,6 +215,60 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _teardown(args: argparse.Namespace) -> int:
+    import boto3
+
+    from infra.settings import InfraSettings
+    from infra.teardown import Teardown, TeardownError
+
+    settings = InfraSettings(stack_name=args.stack_name)
+    settings.validate()
+    session = boto3.Session(region_name=args.region)
+    if not session.region_name:
+        print("teardown: no region: pass --region or set AWS_REGION", file=sys.stderr)
+        return 2
+    teardown = Teardown(settings, session)
+    plan = teardown.plan()
+    where = f"stack {settings.stack_name} in {session.region_name}"
+    if not plan:
+        print(f"teardown: nothing of {where} exists")
+        return 0
+    print(f"teardown of {where}: {'would delete' if args.dry_run else 'deletes'} {len(plan)} items")
+    for item in plan:
+        print(f"  {item}")
+    if args.dry_run:
+        return 0
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print("teardown: not a terminal; pass --yes to delete without confirmation", file=sys.stderr)
+            return 2
+        if input("delete all of this? type 'delete' to go on: ").strip() != "delete":
+            print("teardown: nothing deleted")
+            return 1
+    try:
+        remaining = teardown.run()
+    except TeardownError as exc:
+        print(f"teardown: {exc}", file=sys.stderr)
+        return 1
+    if remaining:
+        print(f"teardown: {len(remaining)} items still exist:", file=sys.stderr)
+        for item in remaining:
+            print(f"  {item}", file=sys.stderr)
+        return 1
+    print(f"teardown: {where} is gone, nothing left behind")
+    return 0
+
+
+def _env_int(name: str) -> int | None:
+    value = os.environ.get(name)
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise SystemExit(f"{name}={value!r} is not a whole number") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     from agent.audio_encoding import DEFAULT_FORMAT, FORMATS
     from voice_agent.check import DEFAULT_TEXT as CHECK_TEXT
@@ -227,12 +281,19 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--port", type=int, default=port, help=f"port to listen on (default: {port})")
 
     def add_tts_options(command: argparse.ArgumentParser) -> None:
-        command.add_argument("--voices", type=Path, help="a Kokoro voices file (.npz, e.g. voices-v1.0.bin); "
-                                                         "default: the packaged voices")
-        command.add_argument("--default-voice", default="jf_alpha", help="voice used when a request names none")
-        command.add_argument("--threads", type=int, help="ONNX Runtime threads (default: every core)")
-        command.add_argument("--max-sessions", type=int, default=16,
-                             help="sessions served at once; more are refused with 'overloaded' (default: 16)")
+        # Each default can come from the environment: SageMaker starts the container as plain `serve`.
+        env = os.environ
+        command.add_argument("--voices", type=Path, default=env.get("VOICE_AGENT_VOICES") or None,
+                             help="a Kokoro voices file (.npz, e.g. voices-v1.0.bin); default: $VOICE_AGENT_VOICES, "
+                                  "else the packaged voices")
+        command.add_argument("--default-voice", default=env.get("VOICE_AGENT_DEFAULT_VOICE") or "jf_alpha",
+                             help="voice used when a request names none (default: $VOICE_AGENT_DEFAULT_VOICE "
+                                  "or jf_alpha)")
+        command.add_argument("--threads", type=int, default=_env_int("VOICE_AGENT_THREADS"),
+                             help="ONNX Runtime threads (default: $VOICE_AGENT_THREADS, else every core)")
+        command.add_argument("--max-sessions", type=int, default=_env_int("VOICE_AGENT_MAX_SESSIONS") or 16,
+                             help="sessions served at once; more are refused with 'overloaded' "
+                                  "(default: $VOICE_AGENT_MAX_SESSIONS or 16)")
         command.add_argument("--idle-timeout", type=float, default=300.0,
                              help="close a session after this many seconds without a message while nothing "
                                   "is pending (default: 300)")
@@ -355,6 +416,18 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--out-dir", default="results", help="where results go (default: results)")
     bench.add_argument("--trials", type=int, help="trials per measurement (default: each suite's own)")
     bench.set_defaults(handler=_bench)
+
+    teardown = commands.add_parser(
+        "teardown", help="delete everything the CDK deploy created, including the retained staging bucket, "
+                         "ECR repositories and log groups",
+        description="Deletes the main stack (AgentCore runtime, SageMaker endpoint, configuration, model, alarms, "
+                    "dashboard), then the staging stack, then empties and deletes its bucket and ECR repositories, "
+                    "then the endpoint's and runtime's log groups. Uses boto3's credentials and region.")
+    teardown.add_argument("--stack-name", default="VoiceAgent", help="the deployed stack_name (default: VoiceAgent)")
+    teardown.add_argument("--region", help="the deployment's region (default: boto3's: $AWS_REGION, the profile)")
+    teardown.add_argument("--dry-run", action="store_true", help="list what would be deleted; delete nothing")
+    teardown.add_argument("--yes", action="store_true", help="do not ask for confirmation (needed without a terminal)")
+    teardown.set_defaults(handler=_teardown)
 
     prepare = commands.add_parser("prepare-model", help="assemble and verify the Kokoro model in the cache")
     prepare.set_defaults(handler=_prepare_model)
