@@ -49,3 +49,61 @@ def test_the_agent_image_is_arm64_python_312_non_root_on_8080():
 def test_both_images_install_the_hash_pinned_runtime_lock():
     for name in ("Dockerfile.tts", "Dockerfile.agent"):
         assert any("--require-hashes -r requirements.lock" in run for run in values(name, "RUN")), name
+
+
+def build_args(name: str) -> dict[str, str]:
+    return dict(argument.split("=", 1) if "=" in argument else (argument, "") for argument in values(name, "ARG"))
+
+
+def stages(name: str) -> dict[str, list[tuple[str, str]]]:
+    """Each build stage's instructions, by stage name (the last, unnamed one as "final")."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    current: list[tuple[str, str]] = []
+    for instruction, argument in instructions(name):
+        if instruction == "FROM":
+            words = argument.split()
+            current = found.setdefault(words[2] if len(words) == 3 and words[1].upper() == "AS" else "final", [])
+        current.append((instruction, argument))
+    return found
+
+
+def test_the_tts_image_variant_is_a_build_argument_and_the_gpu_stage_serves_a_verified_model():
+    assert build_args("Dockerfile.tts")["VARIANT"] == "cpu"
+    built = stages("Dockerfile.tts")
+    assert built["final"][0] == ("FROM", "runtime-${VARIANT}")
+    assert set(built) == {"base", "runtime-cpu", "runtime-gpu", "final"}
+    gpu = built["runtime-gpu"]
+    run = " ".join(argument for instruction, argument in gpu if instruction == "RUN")
+    assert "pip uninstall --yes onnxruntime" in run
+    assert "--require-hashes -r requirements-gpu.lock" in run
+    assert 'prepare-model --model-url "$MODEL_URL" --model-sha256 "$MODEL_SHA256"' in run
+    gpu_args = dict(argument.split("=", 1) for instruction, argument in gpu if instruction == "ARG")
+    assert re.fullmatch(r"[0-9a-f]{64}", gpu_args["MODEL_SHA256"])
+    # The engine serves what prepare-model saved: the URL's file name in the image's cache directory.
+    cache = re.search(r"VOICE_AGENT_CACHE=(\S+)", " ".join(values("Dockerfile.tts", "ENV"))).group(1)
+    model_file = gpu_args["MODEL_URL"].rsplit("/", 1)[1]
+    assert ("ENV", f"VOICE_AGENT_MODEL_FILE={cache}/{model_file}") in gpu
+    assert ("ENV", "VOICE_AGENT_VOICES=${VOICES_URL:+/opt/model/voices.bin}") in built["final"]
+
+
+def test_the_gpu_lock_swaps_onnxruntime_for_the_cuda_12_build_and_agrees_with_the_runtime_lock():
+    def pins(name: str) -> dict[str, str]:
+        return dict(re.findall(r"^([a-z0-9_.-]+)==(\S+)", (ROOT / name).read_text(), re.MULTILINE))
+
+    gpu, runtime = pins("requirements-gpu.lock"), pins("requirements.lock")
+    assert "onnxruntime-gpu" in gpu and "onnxruntime" not in gpu
+    assert any(name.startswith("nvidia-cudnn-cu12") for name in gpu)
+    assert all(runtime[name] == version for name, version in gpu.items() if name in runtime)
+    assert "--hash=sha256:" in (ROOT / "requirements-gpu.lock").read_text()
+
+
+def test_the_container_reads_its_server_options_from_the_environment(monkeypatch):
+    monkeypatch.setenv("VOICE_AGENT_DEFAULT_VOICE", "af_test")
+    monkeypatch.setenv("VOICE_AGENT_MAX_SESSIONS", "4")
+    monkeypatch.setenv("VOICE_AGENT_THREADS", "2")
+    monkeypatch.setenv("VOICE_AGENT_VOICES", "/opt/model/voices.bin")
+    args = build_parser().parse_args(["serve"])
+    assert (args.default_voice, args.max_sessions, args.threads, str(args.voices)) == (
+        "af_test", 4, 2, "/opt/model/voices.bin")
+    monkeypatch.setenv("VOICE_AGENT_VOICES", "")  # the CPU image's empty ENV: the packaged voices
+    assert build_parser().parse_args(["serve"]).voices is None

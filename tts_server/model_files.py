@@ -98,3 +98,40 @@ def model_path() -> Path:
     if not path.is_file():
         raise ModelFileError(f"{MODEL_FILE_ENV}={override} is not a file")
     return path
+
+
+def fetch_verified(url: str, sha256: str, directory: Path | None = None, *, timeout: float = 60.0,
+                   progress: Callable[[str], None] | None = None) -> Path:
+    """Download ``url`` into the cache directory (the image build's other model or voices file) and
+    keep it only if its SHA-256 is ``sha256``. A file already there with that digest is kept as is."""
+    import urllib.request
+
+    directory = directory or cache_dir()
+    target = directory / url.rstrip("/").rsplit("/", 1)[-1]
+    sha256 = sha256.strip().lower()
+    if len(sha256) != 64:
+        raise ModelFileError(f"expected a 64-digit SHA-256 for {url}, got {sha256!r}")
+    if target.is_file() and _digest_file(target).is_file() and _digest_file(target).read_text().strip() == sha256:
+        return target
+    directory.mkdir(parents=True, exist_ok=True)
+    say = progress or log.info
+    digest = hashlib.sha256()
+    written = 0
+    with tempfile.NamedTemporaryFile(dir=directory, prefix=target.name, suffix=".part", delete=False) as out:
+        temporary = Path(out.name)
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                while block := response.read(1 << 20):
+                    digest.update(block)
+                    out.write(block)
+                    written += len(block)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+    if digest.hexdigest() != sha256:
+        temporary.unlink(missing_ok=True)
+        raise ModelFileError(f"{url}: sha256 {digest.hexdigest()} ({written} bytes), expected {sha256}")
+    os.replace(temporary, target)
+    _digest_file(target).write_text(sha256 + "\n")
+    say(f"fetched {url}: {written / 1e6:.1f} MB, sha256 verified, saved to {target}")
+    return target
