@@ -81,11 +81,26 @@ ensure_chromium() {
   fi
 }
 
+ensure_node() {
+  # The CDK app's tests synthesize it offline; aws-cdk-lib runs on Node.js (18 or later) through jsii.
+  if command -v node >/dev/null 2>&1; then
+    return 0
+  fi
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing Debian's nodejs for the CDK app's tests"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q --no-install-recommends nodejs >/dev/null \
+      || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends nodejs >/dev/null; }
+  else
+    echo "setup: no node found; the CDK app's tests are skipped (install Node.js 18 or later)"
+  fi
+}
+
 job="${1:-}"
 shift || true
 case "$job" in
   setup) setup ;;
   demo) setup; exec "$VENV/bin/voice-agent" demo "$@" ;;
-  test) setup; ensure_chromium; "$VENV/bin/ruff" check --quiet .; exec "$VENV/bin/python" -m pytest "$@" ;;
+  test) setup; ensure_chromium; ensure_node; "$VENV/bin/ruff" check --quiet .; exec "$VENV/bin/python" -m pytest "$@" ;;
   *) echo "usage: ./dev.sh demo|test|setup [options]" >&2; exit 2 ;;
 esac
