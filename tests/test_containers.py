@@ -46,9 +46,10 @@ def test_the_agent_image_is_arm64_python_312_non_root_on_8080():
     assert "VOICE_AGENT_MODEL=bedrock" in environment
 
 
-def test_both_images_install_the_hash_pinned_runtime_lock():
-    for name in ("Dockerfile.tts", "Dockerfile.agent"):
-        assert any("--require-hashes -r requirements.lock" in run for run in values(name, "RUN")), name
+def test_each_image_installs_its_own_hash_pinned_lock():
+    for name, lock in (("Dockerfile.tts", "requirements-tts.lock"), ("Dockerfile.agent", "requirements-agent.lock")):
+        assert any(f"--require-hashes -r {lock}" in run for run in values(name, "RUN")), name
+        assert any(lock in copy for copy in values(name, "COPY")), name
 
 
 def build_args(name: str) -> dict[str, str]:
@@ -86,11 +87,11 @@ def test_the_tts_image_variant_is_a_build_argument_and_the_gpu_stage_serves_a_ve
     assert ("ENV", "VOICE_AGENT_VOICES=${VOICES_URL:+/opt/model/voices.bin}") in built["final"]
 
 
-def test_the_gpu_lock_swaps_onnxruntime_for_the_cuda_12_build_and_agrees_with_the_runtime_lock():
+def test_the_gpu_lock_swaps_onnxruntime_for_the_cuda_12_build_and_agrees_with_the_tts_lock():
     def pins(name: str) -> dict[str, str]:
         return dict(re.findall(r"^([a-z0-9_.-]+)==(\S+)", (ROOT / name).read_text(), re.MULTILINE))
 
-    gpu, runtime = pins("requirements-gpu.lock"), pins("requirements.lock")
+    gpu, runtime = pins("requirements-gpu.lock"), pins("requirements-tts.lock")
     assert "onnxruntime-gpu" in gpu and "onnxruntime" not in gpu
     assert any(name.startswith("nvidia-cudnn-cu12") for name in gpu)
     assert all(runtime[name] == version for name, version in gpu.items() if name in runtime)

@@ -74,7 +74,7 @@ def test_the_tts_image_asset_carries_the_bidirectional_capability_label_and_the_
     assert "LABEL com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true" in staged
     # The build context is only what the images copy (.dockerignore): no virtualenv, no test output.
     staged_names = {path.name for path in (outdir / source["directory"]).iterdir()}
-    assert {"agent", "tts_server", "voice_agent", "requirements.lock"} <= staged_names
+    assert {"agent", "tts_server", "voice_agent", "requirements-tts.lock", "requirements-agent.lock"} <= staged_names
     assert not staged_names & {".venv", "tests", "test-artifacts", ".git", "cdk.out"}
     assert model["Properties"]["EnableNetworkIsolation"] is True
 
