@@ -187,7 +187,7 @@ class WebSocketCaller:
     async def _handle(self, data: str | bytes | None) -> None:
         try:
             message = json.loads(data) if data is not None else None
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested deeper than the parser goes
             message = None
         kind = message.get("type") if isinstance(message, dict) else None
         if kind == "cancel":

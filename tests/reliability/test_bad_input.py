@@ -8,7 +8,7 @@ import pytest
 import websockets
 
 import tts_protocol as protocol
-from voice_agent.bench.reliability import fuzz_agent, fuzz_tts, oversize_frame
+from voice_agent.bench.reliability import fuzz_agent, fuzz_agent_ws, fuzz_tts, oversize_frame
 
 FUZZ_INPUTS = 300
 
@@ -32,6 +32,15 @@ async def test_the_agent_payload_fuzzer_gets_clear_refusals_and_the_agent_stays_
     result = await fuzz_agent(agent_server("short").http_url, 150)
     print(f"\nagent fuzz: {result['inputs']} inputs -> {result['outcomes']}")
     assert sum(result["outcomes"].values()) == 150 and result["alive_after"]
+
+
+async def test_the_ws_fuzzer_gets_an_error_for_every_message_and_the_connection_goes_on(agent_server):
+    result = await fuzz_agent_ws(agent_server("short").http_url, 200)
+    print(f"\nagent /ws fuzz: {result['inputs']} messages -> {result['outcomes']}, then a valid ask: "
+          f"{result['audio_bytes_after']} bytes of audio")
+    assert sum(result["outcomes"].values()) == 200, "every message got exactly one error"
+    assert result["outcomes"]["unreadable message"] and result["outcomes"]["invalid ask"]
+    assert result["valid_ask_after"]
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -6,9 +6,9 @@
   ``synthesis_complete`` reports); sessions over the limit must be refused with ``overloaded``;
   the server's peak resident memory is read from ``/proc``.
 - **fuzz**: random and mutated client messages on one TTS session (text and binary frames, invalid
-  UTF-8, deep JSON, wrong types, unknown types, missing fields, oversize messages and frames), and
-  random agent payloads. Every bad message must get a clear error; a valid request afterwards must
-  still work; the servers must stay up.
+  UTF-8, deep JSON, wrong types, unknown types, missing fields, oversize messages and frames),
+  random agent payloads, and bad messages on one agent ``/ws`` connection. Every bad message must
+  get a clear error; a valid request afterwards must still work; the servers must stay up.
 
 The reliability tests (``tests/reliability/``) run the same functions and assert on them.
 """
@@ -232,6 +232,72 @@ async def fuzz_agent(url: str, count: int, seed: int = 11) -> dict[str, Any]:
     return {"inputs": count, "outcomes": outcomes, "alive_after": alive}
 
 
+def fuzz_ws_messages(count: int, seed: int = 13) -> list[str | bytes]:
+    """Bad messages for the agent's ``/ws`` leg: the bad payloads as asks, as raw text and as binary
+    frames; unknown, missing and mistyped ``type``; deep JSON; invalid UTF-8."""
+    rng = random.Random(seed)
+    payloads = fuzz_payloads(count, seed)
+
+    def as_ask(payload: bytes) -> str | bytes:
+        with contextlib.suppress(ValueError, RecursionError):
+            body = json.loads(payload)
+            if isinstance(body, dict):
+                return json.dumps({"type": "ask", **body})
+        return payload
+
+    makers = [
+        lambda i: as_ask(payloads[i]),
+        lambda i: payloads[i].decode("utf-8", "replace"),
+        lambda i: payloads[i],  # a binary frame
+        lambda i: json.dumps({"type": rng.choice(["Ask", "tell", "", None, 1, [], {}]), "prompt": "Hi."}),
+        lambda i: json.dumps({"prompt": "Hi."}),  # no type
+        # Deep, but under the 64 KiB message limit (over it the connection closes with 1009, tested apart).
+        lambda i: rng.choice(["[", '{"type":']) * rng.randrange(1_000, 7_000),
+        lambda i: b'{"type": "ask", "prompt": "\xff\xfe"}',
+        lambda i: json.dumps({"type": "ask", "prompt": "Hi.", "speed": rng.choice(["fast", -1, 1e9])}),
+    ]
+    return [rng.choice(makers)(index) for index in range(count)]
+
+
+async def fuzz_agent_ws(url: str, count: int, seed: int = 13) -> dict[str, Any]:
+    """Send each bad message on ONE ``/ws`` connection: each must get an ``error`` event (a refused
+    ask may first start its answer, which then ends); then a valid ask on the same connection must
+    be answered with audio."""
+    ws_url = url.replace("http://", "ws://", 1) + "/ws"
+    outcomes: dict[str, int] = {}
+    async with websockets.connect(ws_url, max_size=None, open_timeout=REPLY_TIMEOUT) as ws:
+        for message in fuzz_ws_messages(count, seed):
+            await ws.send(message)
+            while True:  # until this message's error; a started answer runs on to its end
+                event = json.loads(await asyncio.wait_for(_next_text(ws), REPLY_TIMEOUT))
+                if event["type"] == "error":
+                    if event["code"] != "invalid_request":
+                        raise AssertionError(f"{message[:80]!r}: {event}")
+                    key = "refused mid-answer" if event["seq"] not in (None, 0) else \
+                        ("unreadable message" if event["seq"] is None else "invalid ask")
+                    outcomes[key] = outcomes.get(key, 0) + 1
+                    if key != "refused mid-answer":
+                        break
+                elif event["type"] == "end":
+                    break
+        await ws.send(json.dumps({"type": "ask", "prompt": "Are you still there?"}))
+        audio, kinds = 0, []
+        while not kinds or kinds[-1] != "end":
+            frame = await asyncio.wait_for(ws.recv(), REPLY_TIMEOUT)
+            if isinstance(frame, bytes):
+                audio += len(frame)
+            else:
+                kinds.append(json.loads(frame)["type"])
+    return {"inputs": count, "outcomes": outcomes, "valid_ask_after": audio > 0 and "error" not in kinds,
+            "audio_bytes_after": audio}
+
+
+async def _next_text(ws: Any) -> str:
+    while isinstance(message := await ws.recv(), bytes):  # audio of an answer that started
+        pass
+    return message
+
+
 # The report ----------------------------------------------------------------------------------------
 
 
@@ -242,7 +308,7 @@ def markdown(results: dict[str, Any]) -> str:
         rows.append(f"| {level['sessions']} | {level['accepted']} | {level['refused']} "
                     f"({', '.join(level['refusal_codes']) or '-'}) | {level['requests_answered']} | "
                     f"{level['all_in_order']} | {level['all_complete']} | {level['seconds']} |")
-    tts, agent, frame = results["fuzz_tts"], results["fuzz_agent"], results["oversize_frame"]
+    tts, agent, frame, ws = results["fuzz_tts"], results["fuzz_agent"], results["oversize_frame"], results["fuzz_ws"]
     return "\n".join([
         f"TTS server with --max-sessions {results['max_sessions']}; each session pipelines {len(SENTENCES)} "
         f"sentences; {results['machine']}.", "", *rows, "",
@@ -251,14 +317,17 @@ def markdown(results: dict[str, Any]) -> str:
         f"afterwards completed: {tts['valid_request_after']}. A 2 MiB frame closed its connection with "
         f"{frame['close_code']}; the next connection worked: {frame['next_connection_works']}.",
         f"Agent payload fuzz: {agent['inputs']} inputs -> {agent['outcomes']}; agent healthy afterwards: "
-        f"{agent['alive_after']}."])
+        f"{agent['alive_after']}.",
+        f"Agent /ws fuzz: {ws['inputs']} messages on one connection -> {ws['outcomes']}; a valid ask on the "
+        f"same connection afterwards was answered with audio: {ws['valid_ask_after']}."])
 
 
 async def measure(tts: servers.Server, agent: servers.Server, fuzz_count: int) -> dict[str, Any]:
     load = [await load_level(tts.ws_url, level) for level in LEVELS]
     return {"max_sessions": MAX_SESSIONS, "load": load, "peak_rss_mb": memory_mb(tts.process.pid),
             "fuzz_tts": await fuzz_tts(tts.ws_url, fuzz_count), "oversize_frame": await oversize_frame(tts.ws_url),
-            "fuzz_agent": await fuzz_agent(agent.http_url, fuzz_count), "machine": platform.platform()}
+            "fuzz_agent": await fuzz_agent(agent.http_url, fuzz_count),
+            "fuzz_ws": await fuzz_agent_ws(agent.http_url, fuzz_count), "machine": platform.platform()}
 
 
 def main(out_dir: Path, trials: int = 1, fuzz_count: int = 400) -> dict[str, Any]:
