@@ -82,18 +82,31 @@ ensure_chromium() {
 }
 
 ensure_node() {
-  # The CDK app's tests synthesize it offline; aws-cdk-lib runs on Node.js (18 or later) through jsii.
-  if command -v node >/dev/null 2>&1; then
+  # The CDK app's tests synthesize it offline; aws-cdk-lib runs on Node.js (18 or later) through jsii,
+  # and npm installs the CDK CLI.
+  if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
     return 0
   fi
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing Debian's nodejs for the CDK app's tests"
+    echo "setup: installing Debian's nodejs and npm for the CDK app's tests"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -q --no-install-recommends nodejs >/dev/null \
-      || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends nodejs >/dev/null; }
+    apt-get install -y -q --no-install-recommends nodejs npm >/dev/null \
+      || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends nodejs npm >/dev/null; }
   else
-    echo "setup: no node found; the CDK app's tests are skipped (install Node.js 18 or later)"
+    echo "setup: no node/npm found; the CDK app's tests are skipped (install Node.js 18 or later with npm)"
   fi
+}
+
+ensure_cdk_cli() {
+  # The CDK CLI from package-lock.json (node_modules/.bin/cdk): deploys, and a test synthesizes through it.
+  command -v npm >/dev/null 2>&1 || { echo "setup: no npm; the CDK CLI test is skipped"; return 0; }
+  local wanted
+  wanted="$(sha256sum package-lock.json | cut -d' ' -f1)"
+  if [ -x node_modules/.bin/cdk ] && [ "$(cat node_modules/.installed 2>/dev/null)" = "$wanted" ]; then
+    return 0
+  fi
+  echo "setup: installing the CDK CLI (package-lock.json)"
+  npm ci --no-audit --no-fund --silent && echo "$wanted" > node_modules/.installed
 }
 
 job="${1:-}"
@@ -101,6 +114,6 @@ shift || true
 case "$job" in
   setup) setup ;;
   demo) setup; exec "$VENV/bin/voice-agent" demo "$@" ;;
-  test) setup; ensure_chromium; ensure_node; "$VENV/bin/ruff" check --quiet .; exec "$VENV/bin/python" -m pytest "$@" ;;
+  test) setup; ensure_chromium; ensure_node; ensure_cdk_cli; "$VENV/bin/ruff" check --quiet .; exec "$VENV/bin/python" -m pytest "$@" ;;
   *) echo "usage: ./dev.sh demo|test|setup [options]" >&2; exit 2 ;;
 esac

@@ -28,8 +28,6 @@ from infra.settings import IMAGE_ASSETS, InfraSettings
 REPO_ROOT = Path(__file__).resolve().parents[1]
 VARIANT = "AllTraffic"
 BIDI_CAPABILITY_LABEL = "com.amazonaws.sagemaker.capabilities.bidirectional-streaming"
-# How cdk-nag writes this stack's log ARNs in a finding.
-_LOGS_ARN = "arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>"
 
 
 class VoiceAgentStack(cdk.Stack):
@@ -106,7 +104,7 @@ class VoiceAgentStack(cdk.Stack):
                            "permissions (the metric namespace is restricted by a condition)",
                      "AwsSolutions-IAM5[Resource::*]")
         acknowledge(role, "log streams are created at run time inside this endpoint's own log group",
-                     f"AwsSolutions-IAM5[Resource::{_LOGS_ARN}:log-group:/aws/sagemaker/Endpoints/{self.endpoint_name}:*]")
+                     f"AwsSolutions-IAM5[Resource::{self._finding_arn('logs')}:log-group:/aws/sagemaker/Endpoints/{self.endpoint_name}:*]")
         acknowledge(config, "GPU instances (ml.g5) have NVMe instance storage, which SageMaker encrypts itself and for "
                              "which it rejects a KmsKeyId; the endpoint stores no customer data", "AwsSolutions-SM2")
         acknowledge(model, "network isolation is on: the container has no network, so there is no VPC to place it "
@@ -140,6 +138,7 @@ class VoiceAgentStack(cdk.Stack):
         self.runtime.add_to_role_policy(iam.PolicyStatement(
             actions=["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
             resources=self._bedrock_model_arns()))
+        logs = self._finding_arn("logs")
         acknowledge(
             self.runtime,
             "granted by the AgentCore Runtime construct for the runtime's own logs, traces and workload identity: "
@@ -147,16 +146,24 @@ class VoiceAgentStack(cdk.Stack):
             "support no resource-level permissions; log names carry the runtime id, which exists only after "
             "creation",
             "AwsSolutions-IAM5[Resource::*]",
-            f"AwsSolutions-IAM5[Resource::{_LOGS_ARN}:log-group:/aws/bedrock-agentcore/runtimes/*]",
-            f"AwsSolutions-IAM5[Resource::{_LOGS_ARN}:log-group:*]",
-            f"AwsSolutions-IAM5[Resource::{_LOGS_ARN}:log-group:/aws/bedrock-agentcore/runtimes/*:log-stream:*]",
-            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock-agentcore:<AWS::Region>:<AWS::AccountId>:"
+            f"AwsSolutions-IAM5[Resource::{logs}:log-group:/aws/bedrock-agentcore/runtimes/*]",
+            f"AwsSolutions-IAM5[Resource::{logs}:log-group:*]",
+            f"AwsSolutions-IAM5[Resource::{logs}:log-group:/aws/bedrock-agentcore/runtimes/*:log-stream:*]",
+            f"AwsSolutions-IAM5[Resource::{self._finding_arn('bedrock-agentcore')}:"
             "workload-identity-directory/default/workload-identity/*]")
         if s.is_inference_profile:
             acknowledge(self.runtime, "a cross-region inference profile routes each request to the model in any of "
                                        "its regions: the ARN names the model, only the region is open",
                          "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/"
                          f"{s.foundation_model_id}]")
+
+    def _finding_arn(self, service: str) -> str:
+        """An ARN prefix of this stack as cdk-nag writes it in a finding: the region and account as
+        ``<AWS::Region>``/``<AWS::AccountId>`` when the stack is environment-agnostic, as their values
+        when the CDK CLI (or the environment) fixed them."""
+        region = "<AWS::Region>" if cdk.Token.is_unresolved(self.region) else self.region
+        account = "<AWS::AccountId>" if cdk.Token.is_unresolved(self.account) else self.account
+        return f"arn:<AWS::Partition>:{service}:{region}:{account}"
 
     def _bedrock_model_arns(self) -> list[str]:
         s = self.settings

@@ -4,6 +4,7 @@ over every template; cdk-nag's AWS Solutions rules gate the synth itself."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -226,3 +227,32 @@ def test_an_unacknowledged_finding_fails_the_synth(tmp_path, monkeypatch):
     report = json.loads((tmp_path / "validation-report.json").read_text())["pluginReports"][0]
     assert {v["ruleName"] for v in report["violations"]} == {"AwsSolutions-IAM5[Resource::*]",
                                                              "AwsSolutions-IAM5[Action::s3:*]"}
+
+
+def test_a_stack_pinned_to_an_account_and_region_passes_cdk_nag_too(tmp_path, monkeypatch):
+    # The CDK CLI fixes the region (and the account, given credentials): cdk-nag then writes them into
+    # its findings, and the acknowledgements must still match.
+    monkeypatch.setenv("CDK_DEFAULT_ACCOUNT", "123456789012")
+    monkeypatch.setenv("CDK_DEFAULT_REGION", "eu-west-1")
+    template = synthesize(tmp_path)[SETTINGS.stack_name]
+    invoke = [s for s in statements(template, "AgentExecutionRole")
+              if "sagemaker:InvokeEndpointWithBidirectionalStream" in as_list(s["Action"])]
+    assert [arn_text(r) for s in invoke for r in as_list(s["Resource"])] == [
+        "arn:${AWS::Partition}:sagemaker:eu-west-1:123456789012:endpoint/voiceagent-tts"]
+
+
+def test_the_cdk_cli_synthesizes_the_app_from_cdk_json(tmp_path):
+    cli = ROOT / "node_modules" / ".bin" / "cdk"
+    if not cli.exists():
+        assert not os.environ.get("CI"), "CI needs the CDK CLI: dev.sh installs it from package-lock.json"
+        pytest.skip("no CDK CLI: run ./dev.sh test, or npm ci")
+    environment = {name: value for name, value in os.environ.items() if not name.startswith(("AWS_", "CDK_"))}
+    environment.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{environment['PATH']}", AWS_REGION="us-east-1",
+                       CDK_DISABLE_CLI_TELEMETRY="true")
+    result = subprocess.run([str(cli), "synth", "--quiet", "--no-notices", "--output", str(tmp_path)], cwd=ROOT,
+                            env=environment, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Successfully synthesized" in result.stdout + result.stderr
+    report = json.loads((tmp_path / "validation-report.json").read_text())["pluginReports"][0]
+    assert report["conclusion"] == "success"
+    assert (tmp_path / "VoiceAgent.template.json").is_file()
