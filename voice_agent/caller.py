@@ -9,10 +9,12 @@ incrementally by :class:`SSEDecoder`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
+import urllib.parse
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,13 +192,50 @@ async def ask_ws(url: str, prompt: str, *, mode: str = "incremental", voice: str
     binary frames (no Base64). ``cancel_after(answer)`` is asked after every event; when it says
     yes the caller sends ``cancel`` (barge-in) and collects the answer's remaining events.
     An audio event's bytes reach ``on_event`` as ``event["data"]``."""
-    collector = _Collector(mode, fmt, on_event)
     ws_url = url.rstrip("/").replace("http://", "ws://", 1).replace("https://", "wss://", 1) + "/ws"
-    headers = _session_header(session_id)
+    return await _ask_over_ws(ws_url, _session_header(session_id), None, prompt, mode=mode, voice=voice, speed=speed,
+                              fmt=fmt, timeout=timeout, read_timeout=read_timeout, on_event=on_event,
+                              cancel_after=cancel_after)
+
+
+async def ask_ws_runtime(runtime_arn: str, prompt: str, *, mode: str = "incremental", voice: str | None = None,
+                         speed: float | None = None, fmt: str = DEFAULT_FORMAT, qualifier: str | None = None,
+                         session_id: str | None = None, region: str | None = None, endpoint_url: str | None = None,
+                         timeout: float = DEFAULT_TIMEOUT, read_timeout: float = DEFAULT_READ_TIMEOUT,
+                         on_event: Callable[[dict[str, Any]], None] | None = None,
+                         cancel_after: Callable[[Answer], bool] | None = None) -> Answer:
+    """Ask a deployed agent over AgentCore's WebSocket route to its ``/ws`` leg (audio as binary frames,
+    no Base64): the upgrade request is SigV4-signed with boto3's credentials by the AgentCore SDK's
+    ``generate_ws_connection``. ``endpoint_url`` sends the signed request to another host (a stand-in)."""
+    from bedrock_agentcore.runtime import AgentCoreRuntimeClient
+
+    region = region or _arn_region(runtime_arn)
+    try:
+        signed_url, signed = AgentCoreRuntimeClient(region=region).generate_ws_connection(
+            runtime_arn, session_id=session_id or new_session_id(), endpoint_name=qualifier)
+    except (RuntimeError, ValueError) as exc:
+        raise CallerError(f"cannot sign the WebSocket request: {exc}") from exc
+    if endpoint_url:
+        target = urllib.parse.urlsplit(endpoint_url)
+        signed_url = urllib.parse.urlsplit(signed_url)._replace(scheme=target.scheme, netloc=target.netloc).geturl()
+    # The WebSocket client writes the handshake headers itself; the signed ones ride along.
+    own = {"host", "upgrade", "connection", "sec-websocket-key", "sec-websocket-version", "user-agent"}
+    headers = {name: value for name, value in signed.items() if name.lower() not in own}
+    return await _ask_over_ws(signed_url, headers, signed.get("User-Agent"), prompt, mode=mode, voice=voice,
+                              speed=speed, fmt=fmt, timeout=timeout, read_timeout=read_timeout, on_event=on_event,
+                              cancel_after=cancel_after)
+
+
+async def _ask_over_ws(ws_url: str, headers: dict[str, str], user_agent: str | None, prompt: str, *, mode: str,
+                       voice: str | None, speed: float | None, fmt: str, timeout: float, read_timeout: float,
+                       on_event: Callable[[dict[str, Any]], None] | None,
+                       cancel_after: Callable[[Answer], bool] | None) -> Answer:
+    collector = _Collector(mode, fmt, on_event)
     cancelled = False
-    async with asyncio.timeout(timeout):
+    client_options = {"user_agent_header": user_agent} if user_agent else {}
+    async with asyncio.timeout(timeout), _refusals_as_caller_errors(ws_url):
         async with websockets.connect(ws_url, additional_headers=headers, max_size=MAX_LINE_BYTES,
-                                      open_timeout=10) as connection:
+                                      open_timeout=10, **client_options) as connection:
             await connection.send(json.dumps({"type": "ask", **_payload(prompt, mode, voice, speed, fmt)}))
             while not collector.answer.event_types or collector.answer.event_types[-1] not in events.TERMINAL:
                 event = _parse_event(await _receive(connection, str, read_timeout))
@@ -211,6 +250,19 @@ async def ask_ws(url: str, prompt: str, *, mode: str = "incremental", voice: str
                     collector.answer.cancel_sent_ms = collector.elapsed_ms()
                     cancelled = True
     return collector.finish()
+
+
+@contextlib.asynccontextmanager
+async def _refusals_as_caller_errors(ws_url: str) -> AsyncIterator[None]:
+    """A refused WebSocket upgrade (HTTP 403 for a bad signature, 404 for a wrong ARN) is a clear error."""
+    try:
+        yield
+    except websockets.InvalidStatus as exc:
+        body = exc.response.body.decode("utf-8", "replace")[:300] if exc.response.body else ""
+        raise CallerError(f"the WebSocket upgrade was refused: HTTP {exc.response.status_code} {body}".rstrip()) \
+            from exc
+    except websockets.InvalidHandshake as exc:
+        raise CallerError(f"the WebSocket handshake with {ws_url.split('?')[0]} failed: {exc}") from exc
 
 
 async def _receive(connection: Any, kind: type, read_timeout: float) -> Any:

@@ -44,7 +44,7 @@ def _serve_agent(args: argparse.Namespace) -> int:
 
 def _ask(args: argparse.Namespace) -> int:
     from agent import events
-    from voice_agent.caller import CallerError, ask, ask_runtime, ask_ws, write_audio
+    from voice_agent.caller import CallerError, ask, ask_runtime, ask_ws, ask_ws_runtime, write_audio
     from voice_agent.playback import Player, player_command
 
     text_out = sys.stderr if args.json else sys.stdout
@@ -73,7 +73,11 @@ def _ask(args: argparse.Namespace) -> int:
     options = {"mode": args.mode, "voice": args.voice, "speed": args.speed, "fmt": args.format,
                "timeout": args.timeout, "on_event": show}
     try:
-        if args.runtime_arn:
+        if args.runtime_arn and args.ws:
+            answer = asyncio.run(ask_ws_runtime(args.runtime_arn, args.question, qualifier=args.qualifier,
+                                                session_id=args.session_id, region=args.region,
+                                                endpoint_url=args.endpoint_url, **options))
+        elif args.runtime_arn:
             answer = ask_runtime(args.runtime_arn, args.question, qualifier=args.qualifier, session_id=args.session_id,
                                  region=args.region, endpoint_url=args.endpoint_url, **options)
         elif args.ws:
@@ -341,7 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--url", default="http://127.0.0.1:8080", help="the local agent's base URL "
                                                                   "(default: http://127.0.0.1:8080)")
     ask.add_argument("--ws", action="store_true", help="use the binary WebSocket leg /ws instead of SSE: "
-                                                       "audio as binary frames, no Base64")
+                                                       "audio as binary frames, no Base64 (with --runtime-arn: "
+                                                       "AgentCore's SigV4-signed WebSocket route)")
     ask.add_argument("--mode", choices=("incremental", "batch"), default="incremental",
                      help="incremental: speak each sentence as soon as it is written (default); batch: "
                           "speak the whole answer once the model has finished")
@@ -360,7 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--timeout", type=float, default=300.0, help="seconds the whole answer may take "
                                                                    "(default: 300)")
     ask.add_argument("--runtime-arn", help="ask a deployed agent through AgentCore's InvokeAgentRuntime "
-                                           "(SigV4 with boto3's credentials) instead of --url")
+                                           "(SigV4 with boto3's credentials) instead of --url; with --ws, "
+                                           "through its WebSocket route")
     ask.add_argument("--qualifier", help="the runtime endpoint (default: the service's DEFAULT)")
     ask.add_argument("--session-id", help="the AgentCore runtime session id: answers of one session continue "
                                           "one conversation; at least 33 characters for a deployed agent "
