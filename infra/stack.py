@@ -179,10 +179,27 @@ class VoiceAgentStack(cdk.Stack):
     # --- Alarms and a dashboard --------------------------------------------------------------------
 
     def _alarm_topic(self) -> sns.Topic:
+        """The topic every alarm notifies. It is encrypted with a key of this stack: CloudWatch cannot
+        publish to a topic under the AWS-managed ``aws/sns`` key (its policy cannot grant CloudWatch),
+        so the alarms would fire silently."""
+        alarms = self.format_arn(service="cloudwatch", resource="alarm", resource_name=f"{self.settings.stack_name}-*",
+                                 arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME)
+        from_our_alarms = {"ArnLike": {"aws:SourceArn": alarms}, "StringEquals": {"aws:SourceAccount": self.account}}
+        key = kms.Key(self, "AlarmsKey", description=f"{self.settings.stack_name}: encrypts the alarm topic",
+                      enable_key_rotation=True, removal_policy=cdk.RemovalPolicy.DESTROY,
+                      pending_window=cdk.Duration.days(7))
+        key.add_to_resource_policy(iam.PolicyStatement(
+            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+            actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"], conditions=from_our_alarms))
         topic = sns.Topic(self, "Alarms", display_name=f"{self.settings.stack_name} alarms", enforce_ssl=True,
-                          master_key=kms.Alias.from_alias_name(self, "SnsKey", "alias/aws/sns"))
+                          master_key=key)
+        # The topic policy (it exists for enforce_ssl) replaces SNS's default one: allow our alarms.
+        topic.add_to_resource_policy(iam.PolicyStatement(
+            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")], actions=["sns:Publish"],
+            resources=[topic.topic_arn], conditions=from_our_alarms))
         if self.settings.alarm_email:
             topic.add_subscription(subscriptions.EmailSubscription(self.settings.alarm_email))
+        self.alarm_key = key
         return topic
 
     def _tts_metric(self, name: str, statistic: str) -> cloudwatch.Metric:

@@ -175,6 +175,19 @@ def test_every_alarm_notifies_the_topic_on_alarm_and_on_recovery(main):
         else:  # the AgentCore runtime's own metrics
             assert alarm["Properties"]["Namespace"] == "AWS/Bedrock-AgentCore"
             assert "Resource" in dimensions, dimensions
+    # CloudWatch can publish only to a topic under a key whose policy lets it (not aws/sns), and the
+    # topic's own policy must let our alarms publish.
+    (key_name, key), = resources(main, "AWS::KMS::Key").items()
+    topic_key = resources(main, "AWS::SNS::Topic")[topic]["Properties"]["KmsMasterKeyId"]
+    assert topic_key == {"Fn::GetAtt": [key_name, "Arn"]}
+    assert key["Properties"]["EnableKeyRotation"] is True and key["DeletionPolicy"] == "Delete"
+    (topic_policy,) = resources(main, "AWS::SNS::TopicPolicy").values()
+    for statements_of, action in ((key["Properties"]["KeyPolicy"], "kms:GenerateDataKey*"),
+                                  (topic_policy["Properties"]["PolicyDocument"], "sns:Publish")):
+        (grant,) = [s for s in statements_of["Statement"]
+                    if s["Effect"] == "Allow" and s["Principal"] == {"Service": "cloudwatch.amazonaws.com"}]
+        assert action in as_list(grant["Action"])
+        assert arn_text(grant["Condition"]["ArnLike"]["aws:SourceArn"]).endswith(":alarm:VoiceAgent-*")
     (dashboard,) = resources(main, "AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
     for metric in ("Invocation5XXErrors", "ModelLatency", "ConcurrentRequestsPerModel", "Latency", "Throttles"):

@@ -31,7 +31,7 @@ MODELLED = {"AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig", "AWS::Sag
             "AWS::CloudWatch::Alarm", "AWS::SNS::Topic", "AWS::SNS::TopicPolicy", "AWS::IAM::Role",
             "AWS::IAM::Policy", "AWS::ApplicationAutoScaling::ScalableTarget",
             "AWS::ApplicationAutoScaling::ScalingPolicy", "AWS::S3::Bucket", "AWS::S3::BucketPolicy",
-            "AWS::ECR::Repository"}
+            "AWS::ECR::Repository", "AWS::KMS::Key"}
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +143,7 @@ def test_dry_run_lists_everything_and_deletes_nothing_then_teardown_leaves_nothi
     assert "would delete" in out
     bucket = SETTINGS.staging_bucket_name("123456789012", REGION)
     for expected in (SETTINGS.stack_name, SETTINGS.staging_stack_name, "AWS::SageMaker::Endpoint",
-                     "AWS::SageMaker::EndpointConfig", "AWS::SageMaker::Model", "AWS::SNS::Topic",
+                     "AWS::SageMaker::EndpointConfig", "AWS::SageMaker::Model", "AWS::SNS::Topic", "AWS::KMS::Key",
                      "AWS::IAM::Role",
                      f"{bucket}  (3 object versions)", *(f"{r}  (2 images)" for r in SETTINGS.image_repositories),
                      f"/aws/sagemaker/Endpoints/{SETTINGS.endpoint_name}"):
