@@ -178,3 +178,14 @@ def test_an_interrupted_teardown_finds_the_retained_bucket_and_repositories_by_n
     assert code == 0, err
     after = inventory(aws)
     assert (after["buckets"], after["repositories"], after["log_groups"]) == ([], [], [])
+
+
+def test_without_credentials_the_teardown_says_so_and_deletes_nothing(aws, monkeypatch, tmp_path):
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    code, _, err = run_cli("--dry-run")
+    assert code == 1
+    assert "cannot list what exists" in err and "credentials" in err.lower()

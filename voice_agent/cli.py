@@ -231,6 +231,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _teardown(args: argparse.Namespace) -> int:
     import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
 
     from infra.settings import InfraSettings
     from infra.teardown import Teardown, TeardownError
@@ -242,7 +243,11 @@ def _teardown(args: argparse.Namespace) -> int:
         print("teardown: no region: pass --region or set AWS_REGION", file=sys.stderr)
         return 2
     teardown = Teardown(settings, session)
-    plan = teardown.plan()
+    try:
+        plan = teardown.plan()
+    except (BotoCoreError, ClientError) as exc:  # no credentials, access denied, no network
+        print(f"teardown: cannot list what exists: {exc}", file=sys.stderr)
+        return 1
     where = f"stack {settings.stack_name} in {session.region_name}"
     if not plan:
         print(f"teardown: nothing of {where} exists")
@@ -261,8 +266,8 @@ def _teardown(args: argparse.Namespace) -> int:
             return 1
     try:
         remaining = teardown.run()
-    except TeardownError as exc:
-        print(f"teardown: {exc}", file=sys.stderr)
+    except (TeardownError, BotoCoreError, ClientError) as exc:
+        print(f"teardown: {exc}; run it again to go on", file=sys.stderr)
         return 1
     if remaining:
         print(f"teardown: {len(remaining)} items still exist:", file=sys.stderr)
