@@ -110,13 +110,15 @@ class Teardown:
         return [image for page in pages for image in page["imageIds"]]
 
     def _log_groups(self, main_resources: list[dict]) -> list[str]:
-        prefixes = [f"/aws/sagemaker/Endpoints/{self.settings.endpoint_name}"]
-        prefixes += [f"/aws/bedrock-agentcore/runtimes/{r['PhysicalResourceId']}" for r in main_resources
-                     if r["ResourceType"] == "AWS::BedrockAgentCore::Runtime"]
+        """The endpoint's log group (its exact name: another endpoint's name may start with ours) and
+        the runtime's (named after its id, which ends in a random suffix: a prefix is safe)."""
+        wanted = {f"/aws/sagemaker/Endpoints/{self.settings.endpoint_name}": True}
+        wanted |= {f"/aws/bedrock-agentcore/runtimes/{r['PhysicalResourceId']}": False for r in main_resources
+                   if r["ResourceType"] == "AWS::BedrockAgentCore::Runtime"}
         groups = []
-        for prefix in prefixes:
+        for prefix, exact in wanted.items():
             for page in self._logs.get_paginator("describe_log_groups").paginate(logGroupNamePrefix=prefix):
-                groups.extend(group["logGroupName"] for group in page["logGroups"])
+                groups.extend(g["logGroupName"] for g in page["logGroups"] if not exact or g["logGroupName"] == prefix)
         return sorted(set(groups))
 
     def plan(self) -> list[Item]:

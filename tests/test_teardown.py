@@ -9,6 +9,7 @@ not create CloudWatch alarms; on AWS they go with the main stack like the endpoi
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import subprocess
@@ -25,6 +26,7 @@ from voice_agent import servers
 from voice_agent.cli import main as cli
 
 REGION = "us-east-1"
+OTHERS_LOG_GROUP = "/aws/sagemaker/Endpoints/VoiceAgent-tts-staging"
 # moto's SageMaker knows GPU instance types up to ml.g4dn; the default ml.g5 is checked in test_infra.
 SETTINGS = InfraSettings(tts_instance_type="ml.g4dn.xlarge")
 MODELLED = {"AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig", "AWS::SageMaker::Endpoint",
@@ -104,6 +106,10 @@ def deploy(aws: boto3.Session, tmp_path) -> None:
                         "layers": []}
             ecr.put_image(repositoryName=repository, imageManifest=json.dumps(manifest), imageTag=tag)
     aws.client("logs").create_log_group(logGroupName=f"/aws/sagemaker/Endpoints/{SETTINGS.endpoint_name}")
+    # Another deployment's endpoint whose name starts with ours: not this teardown's to delete.
+    logs = aws.client("logs")
+    with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):  # kept from an earlier test
+        logs.create_log_group(logGroupName=OTHERS_LOG_GROUP)
 
 
 def inventory(aws: boto3.Session) -> dict[str, list[str]]:
@@ -118,7 +124,8 @@ def inventory(aws: boto3.Session) -> dict[str, list[str]]:
         "alarms": [a["AlarmName"] for a in aws.client("cloudwatch").describe_alarms()["MetricAlarms"]],
         "buckets": [b["Name"] for b in aws.client("s3").list_buckets()["Buckets"]],
         "repositories": sorted(r["repositoryName"] for r in aws.client("ecr").describe_repositories()["repositories"]),
-        "log_groups": [g["logGroupName"] for g in aws.client("logs").describe_log_groups()["logGroups"]],
+        "log_groups": [g["logGroupName"] for g in aws.client("logs").describe_log_groups()["logGroups"]
+                       if g["logGroupName"] != OTHERS_LOG_GROUP],
     }
 
 
@@ -162,6 +169,8 @@ def test_dry_run_lists_everything_and_deletes_nothing_then_teardown_leaves_nothi
 
     code, out, _ = run_cli("--dry-run")
     assert code == 0 and "nothing of stack VoiceAgent" in out
+    others = aws.client("logs").describe_log_groups(logGroupNamePrefix=OTHERS_LOG_GROUP)["logGroups"]
+    assert [g["logGroupName"] for g in others] == [OTHERS_LOG_GROUP], "another endpoint's logs were deleted"
 
 
 def test_an_interrupted_teardown_finds_the_retained_bucket_and_repositories_by_name(aws, tmp_path):
