@@ -38,8 +38,10 @@ class InfraSettings:
     """The default voice; empty uses the TTS container's default."""
     alarm_email: str = ""
     """Where alarm notifications go; empty creates the topic without a subscription."""
-    agent_latency_alarm_ms: int = 5000
-    """The agent runtime's p90 invocation latency (the whole spoken answer) that raises an alarm."""
+    agent_latency_alarm_ms: int = 30000
+    """The agent runtime's p90 invocation latency that raises an alarm. AgentCore measures a streamed
+    invocation to its last byte, so this is the whole spoken answer (often 5-20 s), not the time to
+    first audio: the alarm is for answers that hang or crawl."""
 
     @classmethod
     def from_context(cls, node: Node) -> InfraSettings:
