@@ -27,7 +27,6 @@ from infra.settings import IMAGE_ASSETS, InfraSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 VARIANT = "AllTraffic"
-BIDI_CAPABILITY_LABEL = "com.amazonaws.sagemaker.capabilities.bidirectional-streaming"
 
 
 class VoiceAgentStack(cdk.Stack):
@@ -199,7 +198,6 @@ class VoiceAgentStack(cdk.Stack):
             resources=[topic.topic_arn], conditions=from_our_alarms))
         if self.settings.alarm_email:
             topic.add_subscription(subscriptions.EmailSubscription(self.settings.alarm_email))
-        self.alarm_key = key
         return topic
 
     def _tts_metric(self, name: str, statistic: str) -> cloudwatch.Metric:

