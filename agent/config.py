@@ -67,6 +67,9 @@ class AgentSettings:
     """VOICE_AGENT_TTS_RECONNECTS: times a lost TTS session is reopened (waits 0.2 s, doubling) and its
     unfinished sentences resent, before the answer fails with ``tts_failed``. Raise it to ride out a
     container restart (about 5 s here: 6 attempts wait up to 12.6 s)."""
+    record_dir: str | None = None
+    """VOICE_AGENT_RECORD_DIR: write every whole model stream there in the replay format (one JSONL
+    file per answer), to replay a live answer later at its own pace; unset: nothing is recorded."""
     pipelining: bool = True
     """VOICE_AGENT_PIPELINING (1/0): send each sentence without waiting for the previous one's audio."""
 
@@ -95,6 +98,7 @@ class AgentSettings:
             system_prompt=env.get("VOICE_AGENT_SYSTEM_PROMPT", DEFAULT_SYSTEM_PROMPT),
             quick_first_chunk=env.get("VOICE_AGENT_QUICK_FIRST_CHUNK", "1") != "0",
             pipelining=env.get("VOICE_AGENT_PIPELINING", "1") != "0",
+            record_dir=env.get("VOICE_AGENT_RECORD_DIR") or None,
             tts_timeout=float(env.get("VOICE_AGENT_TTS_TIMEOUT", "60")),
             tts_reconnects=int(env.get("VOICE_AGENT_TTS_RECONNECTS", "3")),
         )

@@ -27,6 +27,20 @@ def model_kind(settings: AgentSettings) -> str:
 
 
 def build_model(settings: AgentSettings) -> Model:
+    """The model ``settings`` select, recording its streams when ``record_dir`` is set."""
+    model = _build(settings)
+    if settings.record_dir:
+        from pathlib import Path
+
+        from agent.recorder import RecordingModel
+
+        kind = model_kind(settings)
+        return RecordingModel(model, Path(settings.record_dir),
+                              model_id=settings.bedrock_model_id if kind == "bedrock" else kind)
+    return model
+
+
+def _build(settings: AgentSettings) -> Model:
     kind = model_kind(settings)
     if kind == "bedrock":
         if not settings.bedrock_model_id:

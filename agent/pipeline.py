@@ -164,21 +164,24 @@ class VoicePipeline:
         Answers with the same ``session_id`` continue one conversation.
 
         Barge-in: setting ``cancel`` stops the model stream and the TTS session, drops the events
-        not yet yielded, and ends the answer with ``end`` (``cancelled``, ``stop_ms``). Closing the
-        generator (the caller went away) stops them the same way. Either way the conversation keeps
+        not yet yielded (the next event after ``cancel`` is set is the answer's last), and ends the
+        answer with ``end`` (``cancelled``, ``stop_ms``). Closing the generator (the caller went
+        away) stops them the same way. Either way the conversation keeps
         what the caller was sent of the answer, so the next turn sees what was actually said."""
         seq = 0
         sentences: dict[int, str] = {}
         sent_up_to = -1  # the last sentence whose audio the caller was sent (some of)
         completed = False
+        cancel = cancel or asyncio.Event()
         async with self.conversations.turn(session_id) as (agent, turn):
             history = len(agent.messages)
             try:
                 # aclosing: when the caller goes away, the stages stop now, not when the garbage
                 # collector finalises the inner generator.
-                async with contextlib.aclosing(self._events(request, agent, session_id, turn,
-                                                            cancel or asyncio.Event())) as stream:
+                async with contextlib.aclosing(self._events(request, agent, session_id, turn, cancel)) as stream:
                     async for event in stream:
+                        if cancel.is_set() and event["type"] not in events.TERMINAL:
+                            continue  # the caller has barged in: nothing but the answer's end reaches it
                         if event["type"] == events.SENTENCE:
                             sentences[event["index"]] = event["text"]
                         elif event["type"] == events.AUDIO:

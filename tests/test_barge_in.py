@@ -41,17 +41,17 @@ async def test_cancel_stops_the_answer_and_the_conversation_keeps_what_was_said(
     voice = pipeline(tts_server.ws_url)
     cancel = asyncio.Event()
     tasks_before = len(asyncio.all_tasks())
-    seen = []
+    seen, after_cancel = [], []
     async for event in voice.answer(VoiceRequest("Why is streaming faster?"), "s-cancel", cancel):
-        seen.append(event)
+        (after_cancel if cancel.is_set() else seen).append(event)
         if event["type"] == "audio" and not cancel.is_set():
             cancel.set()
-    end = seen[-1]
-    assert end["type"] == "end" and end["metrics"]["cancelled"] is True
+    assert [event["type"] for event in after_cancel] == ["end"], "nothing but the end follows a cancel"
+    end = after_cancel[0]
+    assert end["metrics"]["cancelled"] is True
     assert end["metrics"]["stop_ms"] is not None and end["metrics"]["stop_ms"] < 5_000
     print(f"\ncancel -> model and TTS stopped in {end['metrics']['stop_ms']} ms")
     full = load_recording("long").text
-    assert len([e for e in seen if e["type"] == "sentence"]) < 7, "the answer went on after the cancel"
     assert len(asyncio.all_tasks()) == tasks_before, "a pipeline task outlived the answer"
 
     async with voice.conversations.turn("s-cancel") as (agent, turn):
@@ -149,7 +149,7 @@ async def test_ws_cancel_ends_the_answer_at_once_and_leaks_nothing(agent):
         answer = await ask_ws(agent.http_url, "Go.", cancel_after=lambda a: a.time_to_first_audio_ms is not None)
         metrics = answer.server_metrics
         assert metrics["cancelled"] is True and answer.event_types[-1] == "end"
-        assert metrics["sentences"] < 7
+        assert metrics["stop_ms"] is not None
         stops.append(metrics["stop_ms"])
     print(f"\n/ws cancel -> stopped in {stops} ms (agent-side, model stream + TTS session)")
     assert await settled_counts(pid, baseline) <= baseline

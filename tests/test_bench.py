@@ -83,3 +83,11 @@ def test_the_reliability_benchmark_runs_once_and_writes_results(tmp_path):
     assert results["load"][-1]["refused"] == 16 - results["max_sessions"]
     assert results["fuzz_tts"]["inputs"] == 400 and results["fuzz_tts"]["valid_request_after"]
     assert results["fuzz_agent"]["alive_after"] and results["peak_rss_mb"] > 0
+
+
+def test_the_local_model_benchmark_runs_once_and_reports_its_build(tmp_path):
+    results = run_suite("local_model", tmp_path)
+    assert results["tokens_per_second"]["trials"] == 1 and results["tokens_per_second"]["mean"] > 0
+    assert results["first_token_ms"]["p50"] > 0 and results["tokens"][0] > 1
+    assert results["features"].startswith("CPU :"), "the build's CPU features are reported"
+    assert "tokens per second" in (tmp_path / "local_model.md").read_text()

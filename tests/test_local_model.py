@@ -6,15 +6,21 @@ not whether the answers are true."""
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import time
 
+import pytest
 from strands import Agent
 from strands.types.exceptions import MaxTokensReachedException
 
 from agent.config import DEFAULT_SYSTEM_PROMPT
-from agent.local_model import LocalModel, _repeating
+from agent.local_model import LocalModel, LocalModelError, _repeating, worker_pid
 from agent.recorder import record
 from agent.replay_model import load_recording
+from tests.agents import agent_running
+from tests.processes import alive, child_running
+from voice_agent.caller import CallerError, ask
 
 QUESTION = "Why is the sky blue?"
 
@@ -64,18 +70,11 @@ async def test_a_recording_of_the_local_model_replays_the_same_text(tmp_path):
 
 
 async def test_the_agent_speaks_a_local_model_answer_end_to_end(tts_server, artifacts):
-    import asyncio
-
     from agent.chunker import SentenceChunker
     from tests.test_end_to_end import raw_answer
-    from voice_agent import servers
 
-    agent = await asyncio.to_thread(servers.start_agent_server, tts_server.ws_url, model="local",
-                                    log_path=str(artifacts / "agent-local.log"))
-    try:
+    async with agent_running(tts_server.ws_url, model="local", log_path=str(artifacts / "agent-local.log")) as agent:
         _, events = await raw_answer(agent.http_url, {"prompt": QUESTION})
-    finally:
-        servers.stop(agent)
     assert events[-1]["type"] == "end", events[-1]
     text = "".join(event["text"] for event in events if event["type"] == "text")
     chunker = SentenceChunker()
@@ -85,3 +84,32 @@ async def test_the_agent_speaks_a_local_model_answer_end_to_end(tts_server, arti
     audio_indices = [event["index"] for event in events if event["type"] == "audio"]
     assert audio_indices == sorted(audio_indices)
     assert set(audio_indices) == {event["index"] for event in sentences if event["speech"]}
+
+
+async def test_a_killed_model_process_fails_that_answer_clearly_and_the_next_answer_works():
+    agent = Agent(model=LocalModel(max_tokens=120), system_prompt=DEFAULT_SYSTEM_PROMPT, callback_handler=None)
+    deltas = 0
+    with pytest.raises(LocalModelError, match=r"the local model process \(pid \d+\) was killed by signal SIGKILL"):
+        async for event in agent.stream_async(QUESTION):
+            if isinstance(event.get("data"), str) and event["data"]:
+                deltas += 1
+                if deltas == 3:
+                    os.kill(worker_pid(), signal.SIGKILL)
+    text, _ = await answer(LocalModel(max_tokens=20))
+    assert text.strip(), "a new worker answered"
+
+
+async def test_the_agent_server_survives_its_model_process_dying_mid_answer(tts_server, artifacts):
+    async with agent_running(tts_server.ws_url, model="local",
+                             log_path=str(artifacts / "agent-local-killed.log")) as agent:
+        worker = child_running(agent.process.pid, "agent.local_model_worker")
+
+        def kill_at_first_text(event: dict) -> None:
+            if event["type"] == "text" and alive(worker):
+                os.kill(worker, signal.SIGKILL)
+
+        with pytest.raises(CallerError, match="model_failed: the local model process .* killed by signal SIGKILL"):
+            await ask(agent.http_url, QUESTION, on_event=kill_at_first_text)
+        assert not agent.died()
+        again = await ask(agent.http_url, QUESTION)
+        assert again.text and again.audio, "the next answer is spoken by a new model process"

@@ -22,6 +22,7 @@ import aiohttp
 import boto3
 import botocore.config
 import botocore.exceptions
+import urllib3.exceptions
 import websockets
 
 import tts_protocol
@@ -38,6 +39,10 @@ MAX_LINE_BYTES = 8 * 1024 * 1024
 
 class CallerError(RuntimeError):
     pass
+
+
+class StreamBroken(CallerError):
+    """The connection to the agent ended before the answer's ``end`` or ``error`` event."""
 
 
 class SSEDecoder:
@@ -108,6 +113,12 @@ class Answer:
             return tts_protocol.pcm16_seconds(len(self.audio), self.sample_rate)
         return float(self.server_metrics.get("audio_seconds") or 0.0)
 
+    def received(self) -> str:
+        """What arrived so far, for an error message: the text's length and the audio's duration."""
+        audio = (f"{self.audio_seconds:.1f} s of audio" if self.format == tts_protocol.FORMAT_PCM16
+                 else f"{len(self.audio):,} bytes of {self.format} audio")
+        return f"received so far: {len(self.text)} characters of text and {audio}"
+
     def summary(self) -> dict[str, Any]:
         return {
             "mode": self.mode,
@@ -155,11 +166,17 @@ class _Collector:
             self._on_event(event)
 
     def finish(self) -> Answer:
+        if not self.answer.event_types or self.answer.event_types[-1] not in events.TERMINAL:
+            raise self.broken()
         self._decoder.close()
         self.answer.total_ms = self.elapsed_ms()
-        if not self.answer.event_types or self.answer.event_types[-1] not in events.TERMINAL:
-            raise CallerError("the answer ended without an end or error event")
         return self.answer
+
+    def broken(self, cause: BaseException | None = None) -> StreamBroken:
+        """The error for a stream that ended before the answer's ``end`` or ``error`` event."""
+        because = f" ({cause})" if cause is not None and str(cause) else ""
+        return StreamBroken(f"the agent closed the stream before the answer ended{because}; "
+                           f"{self.answer.received()}")
 
 
 async def ask(url: str, prompt: str, *, mode: str = "incremental", voice: str | None = None,
@@ -178,8 +195,11 @@ async def ask(url: str, prompt: str, *, mode: str = "incremental", voice: str | 
             if response.status != 200 or not response.content_type.startswith("text/event-stream"):
                 body = (await response.read())[:2000].decode("utf-8", "replace")
                 raise CallerError(f"agent answered HTTP {response.status} ({response.content_type}): {body}")
-            async for chunk in response.content.iter_any():
-                collector.feed(chunk)
+            try:
+                async for chunk in response.content.iter_any():
+                    collector.feed(chunk)
+            except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as exc:
+                raise collector.broken(exc) from exc
     return collector.finish()
 
 
@@ -237,18 +257,21 @@ async def _ask_over_ws(ws_url: str, headers: dict[str, str], user_agent: str | N
         async with websockets.connect(ws_url, additional_headers=headers, max_size=MAX_LINE_BYTES,
                                       open_timeout=10, **client_options) as connection:
             await connection.send(json.dumps({"type": "ask", **_payload(prompt, mode, voice, speed, fmt)}))
-            while not collector.answer.event_types or collector.answer.event_types[-1] not in events.TERMINAL:
-                event = _parse_event(await _receive(connection, str, read_timeout))
-                if event["type"] == events.AUDIO:
-                    data = await _receive(connection, bytes, read_timeout)
-                    if len(data) != event.get("bytes"):
-                        raise CallerError(f"audio header announced {event.get('bytes')} bytes, got {len(data)}")
-                    event["data"] = data
-                collector.apply(event)
-                if cancel_after is not None and not cancelled and cancel_after(collector.answer):
-                    await connection.send(json.dumps({"type": "cancel"}))
-                    collector.answer.cancel_sent_ms = collector.elapsed_ms()
-                    cancelled = True
+            try:
+                while not collector.answer.event_types or collector.answer.event_types[-1] not in events.TERMINAL:
+                    event = _parse_event(await _receive(connection, str, read_timeout))
+                    if event["type"] == events.AUDIO:
+                        data = await _receive(connection, bytes, read_timeout)
+                        if len(data) != event.get("bytes"):
+                            raise CallerError(f"audio header announced {event.get('bytes')} bytes, got {len(data)}")
+                        event["data"] = data
+                    collector.apply(event)
+                    if cancel_after is not None and not cancelled and cancel_after(collector.answer):
+                        await connection.send(json.dumps({"type": "cancel"}))
+                        collector.answer.cancel_sent_ms = collector.elapsed_ms()
+                        cancelled = True
+            except websockets.ConnectionClosed as exc:
+                raise collector.broken(exc) from exc
     return collector.finish()
 
 
@@ -268,8 +291,6 @@ async def _refusals_as_caller_errors(ws_url: str) -> AsyncIterator[None]:
 async def _receive(connection: Any, kind: type, read_timeout: float) -> Any:
     try:
         message = await asyncio.wait_for(connection.recv(), read_timeout)
-    except websockets.ConnectionClosed as exc:
-        raise CallerError(f"the agent closed the WebSocket before the answer ended ({exc})") from exc
     except TimeoutError as exc:
         raise CallerError(f"nothing from the agent for {read_timeout:.0f} s") from exc
     if not isinstance(message, kind):
@@ -314,10 +335,13 @@ def ask_runtime(runtime_arn: str, prompt: str, *, mode: str = "incremental", voi
     if not str(response.get("contentType", "")).startswith("text/event-stream"):
         body = response["response"].read(2000).decode("utf-8", "replace")
         raise CallerError(f"the runtime answered {response.get('contentType')}: {body}")
-    for chunk in response["response"].iter_chunks(chunk_size=16 * 1024):
-        collector.feed(chunk)
-        if time.monotonic() > deadline:
-            raise CallerError(f"the answer took longer than {timeout:.0f} s")
+    try:
+        for chunk in response["response"].iter_chunks(chunk_size=16 * 1024):
+            collector.feed(chunk)
+            if time.monotonic() > deadline:
+                raise CallerError(f"the answer took longer than {timeout:.0f} s")
+    except (botocore.exceptions.BotoCoreError, urllib3.exceptions.HTTPError) as exc:
+        raise collector.broken(exc) from exc
     return collector.finish()
 
 

@@ -163,7 +163,7 @@ def _record(args: argparse.Namespace) -> int:
     return 0
 
 
-BENCH_SUITES = ("chunker", "tts", "agent", "encoding", "capacity", "overhead", "reliability")
+BENCH_SUITES = ("chunker", "tts", "agent", "encoding", "capacity", "overhead", "reliability", "local_model")
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -195,9 +195,23 @@ def _prepare_model(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from voice_agent import servers
+    from voice_agent.caller import CallerError
+
+    try:
+        return _run_demo(args)
+    except (servers.ServerDied, servers.ServerStartError, CallerError) as exc:
+        print(f"\nerror: {exc}", file=sys.stderr)
+        return 1
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    """Both modes speak the same text: with a recording, both replay it; with the local model, the
+    incremental answer is live and recorded, and batch mode replays that recording at its pace."""
+    import shutil
+
     from agent.replay_model import load_recording
     from voice_agent import servers
-    from voice_agent.caller import ask, write_audio
 
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -207,26 +221,55 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"starting the TTS server (logs: {out_dir / 'tts.log'}); the first start assembles the model...", flush=True)
     with servers.running(servers.start_tts_server(log_path=str(out_dir / "tts.log"), progress=print)) as tts:
         print(f"TTS server healthy on port {tts.port}; starting the agent ({answering})", flush=True)
-        agent = servers.start_agent_server(tts.ws_url, replay=args.replay, model=None if args.replay else "local",
-                                           log_path=str(out_dir / "agent.log"), progress=print)
-        with servers.running(agent):
-            print(f"\nQ: {prompt}")
-            results = {}
-            for mode in ("incremental", "batch"):
-                print(f"\n[{mode}] A: ", end="", flush=True)
-                answer = asyncio.run(ask(agent.http_url, prompt, mode=mode, on_event=lambda event: print(
-                    event["text"], end="", flush=True) if event["type"] == "text" else None))
-                path = out_dir / f"answer-{mode}.wav"
-                write_audio(str(path), answer)
-                results[mode] = answer
-                print(f"\n[{mode}] first text {answer.time_to_first_text_ms:.0f} ms, first audio "
-                      f"{answer.time_to_first_audio_ms:.0f} ms, total {answer.total_ms:.0f} ms, "
-                      f"{answer.audio_seconds:.1f} s of audio in {len(answer.sentences)} chunk(s) -> {path}")
-    incremental, batch = results["incremental"], results["batch"]
+        print(f"\nQ: {prompt}")
+        if args.replay:
+            with servers.running(_demo_agent(tts, out_dir, replay=args.replay)) as agent:
+                incremental = _demo_answer(agent, tts, prompt, "incremental", out_dir)
+                batch = _demo_answer(agent, tts, prompt, "batch", out_dir)
+        else:
+            streams = out_dir / "model-streams"
+            shutil.rmtree(streams, ignore_errors=True)
+            with servers.running(_demo_agent(tts, out_dir, record_dir=streams)) as agent:
+                incremental = _demo_answer(agent, tts, prompt, "incremental", out_dir)
+            recording = max(streams.glob("*.jsonl"), key=lambda path: path.stat().st_mtime)
+            print(f"\nbatch mode replays the model's stream just recorded ({recording}) at its recorded pace",
+                  flush=True)
+            with servers.running(_demo_agent(tts, out_dir, replay=str(recording))) as agent:
+                batch = _demo_answer(agent, tts, prompt, "batch", out_dir)
     ratio = batch.time_to_first_audio_ms / incremental.time_to_first_audio_ms
-    print(f"\ntime to first audio: incremental {incremental.time_to_first_audio_ms:.0f} ms, "
+    same = incremental.text == batch.text
+    print(f"\nboth modes spoke the same answer ({len(batch.text)} characters)" if same else
+          "\nnote: the two modes spoke different answers, so the ratio below compares different texts")
+    print(f"time to first audio: incremental {incremental.time_to_first_audio_ms:.0f} ms, "
           f"batch {batch.time_to_first_audio_ms:.0f} ms: {ratio:.1f}x sooner with incremental speech")
     return 0
+
+
+def _demo_agent(tts: Any, out_dir: Path, *, replay: str | None = None, record_dir: Path | None = None) -> Any:
+    from voice_agent import servers
+
+    env = {"VOICE_AGENT_RECORD_DIR": str(record_dir)} if record_dir else None
+    return servers.start_agent_server(tts.ws_url, replay=replay, model=None if replay else "local",
+                                      log_path=str(out_dir / "agent.log"), progress=print, env=env)
+
+
+def _demo_answer(agent: Any, tts: Any, prompt: str, mode: str, out_dir: Path) -> Any:
+    from voice_agent import servers
+    from voice_agent.caller import StreamBroken, ask, write_audio
+
+    print(f"\n[{mode}] A: ", end="", flush=True)
+    def show(event: dict[str, Any]) -> None:
+        if event["type"] == "text":
+            print(event["text"], end="", flush=True)
+
+    answering = ask(agent.http_url, prompt, mode=mode, on_event=show)
+    answer = asyncio.run(servers.supervised(answering, [agent, tts], symptoms=(StreamBroken, OSError, TimeoutError)))
+    path = out_dir / f"answer-{mode}.wav"
+    write_audio(str(path), answer)
+    print(f"\n[{mode}] first text {answer.time_to_first_text_ms:.0f} ms, first audio "
+          f"{answer.time_to_first_audio_ms:.0f} ms, total {answer.total_ms:.0f} ms, "
+          f"{answer.audio_seconds:.1f} s of audio in {len(answer.sentences)} chunk(s) -> {path}")
+    return answer
 
 
 def _teardown(args: argparse.Namespace) -> int:
@@ -433,7 +476,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "agent: batch vs incremental through the real servers, and barge-in; encoding: "
                             "the caller's formats' bit rates and Base64 growth over 24 clips; capacity: "
                             "concurrent sessions against one TTS server; overhead: first audio minus (first "
-                            "chunk ready + its inference); reliability: load to 16 sessions and fuzzing")
+                            "chunk ready + its inference); reliability: load to 16 sessions and fuzzing; "
+                            "local_model: the offline model's tokens per second and its build's CPU features")
     bench.add_argument("--out-dir", default="results", help="where results go (default: results)")
     bench.add_argument("--trials", type=int, help="trials per measurement (default: each suite's own)")
     bench.set_defaults(handler=_bench)
@@ -470,8 +514,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from agent.processes import exit_with_parent
+
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    exit_with_parent()
     return args.handler(args)
 
 

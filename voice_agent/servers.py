@@ -1,7 +1,13 @@
-"""Start and stop the two local servers as subprocesses, and wait until they are healthy."""
+"""Start and stop the local servers as subprocesses, wait until they are healthy, and tell the user
+plainly when one dies.
+
+Every server started here ends with the process that started it, however that process ends (see
+``agent.processes.exit_with_parent``): a test run or a demo that crashes leaves nothing running.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -11,10 +17,15 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
 
+from agent.processes import PARENT_FD_VARIABLE, exit_description
 from tts_server.app import BIDI_PATH
+
+T = TypeVar("T")
 
 DEFAULT_TTS_START_TIMEOUT = 300.0
 """Seconds the TTS server may take to become healthy: the first start assembles and verifies the
@@ -22,8 +33,33 @@ DEFAULT_TTS_START_TIMEOUT = 300.0
 DEFAULT_AGENT_START_TIMEOUT = 60.0
 
 
+LOG_TAIL_LINES = 12
+"""Lines of a dead server's log shown to the user."""
+DEATH_GRACE = 2.0
+"""Seconds to wait, after a connection to a server broke, for the server's exit to become visible:
+the broken connection is seen before the process can be collected (measured: under 0.1 s)."""
+
+
 class ServerStartError(RuntimeError):
     pass
+
+
+class ServerDied(RuntimeError):
+    """A server this process started ended on its own; the message names it, how it ended, and the
+    end of its log."""
+
+    def __init__(self, server: Server, when: str = "") -> None:
+        self.server = server
+        super().__init__(death_report(server, when))
+
+
+def death_report(server: Server, when: str = "") -> str:
+    """``the agent server (pid 12) was killed by signal SIGSEGV; last lines of out/agent.log:`` and
+    those lines, indented."""
+    where = f"; last lines of {server.log_path}:" if server.log_path else ""
+    tail = "".join(f"\n  {line}" for line in server.log_tail())
+    return (f"the {server.name} server (pid {server.process.pid}) {exit_description(server.process.returncode)}"
+            f"{when}{where}{tail}")
 
 
 @dataclass
@@ -31,6 +67,9 @@ class Server:
     name: str
     port: int
     process: subprocess.Popen[bytes]
+    log_path: str | None = None
+    parent_fd: int | None = field(default=None, repr=False)
+    """The write end of the pipe whose closing ends the server (``agent.processes``)."""
 
     @property
     def http_url(self) -> str:
@@ -43,6 +82,18 @@ class Server:
     @property
     def ws_url(self) -> str:
         return f"ws://127.0.0.1:{self.port}{BIDI_PATH}"
+
+    def died(self) -> bool:
+        return self.process.poll() is not None
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
+        if not self.log_path:
+            return []
+        try:
+            text = Path(self.log_path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return []
+        return text.splitlines()[-lines:]
 
 
 def free_port() -> int:
@@ -68,13 +119,18 @@ def _start(name: str, args: Sequence[str], port: int, timeout: float, log_path: 
            progress: Callable[[str], None] | None, probe: Callable[[Server], bool] = ping_ok,
            env: Mapping[str, str] | None = None) -> Server:
     command = [sys.executable, "-m", "voice_agent.cli", *args, "--host", "127.0.0.1", "--port", str(port)]
-    environment = {**os.environ, **(env or {})}
-    if log_path:
-        with open(log_path, "ab") as log_file:
-            process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=environment)
-    else:
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment)
-    server = Server(name, port, process)
+    read_fd, write_fd = os.pipe()
+    environment = {**os.environ, **(env or {}), PARENT_FD_VARIABLE: str(read_fd)}
+    try:
+        with open(log_path or os.devnull, "ab") as log_file:
+            process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=environment,
+                                       pass_fds=(read_fd,))
+    except BaseException:
+        os.close(write_fd)
+        raise
+    finally:
+        os.close(read_fd)
+    server = Server(name, port, process, log_path, write_fd)
     try:
         wait_healthy(server, timeout, progress, probe)
     except BaseException:
@@ -88,8 +144,8 @@ def wait_healthy(server: Server, timeout: float, progress: Callable[[str], None]
     deadline = time.monotonic() + timeout
     last_report = 0.0
     while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise ServerStartError(f"{server.name} server exited with code {server.process.returncode}")
+        if server.died():
+            raise ServerStartError(death_report(server, " while starting"))
         if probe(server):
             return
         if progress and time.monotonic() - last_report > 5:
@@ -143,6 +199,9 @@ def stop(server: Server, timeout: float = 10.0) -> None:
         except subprocess.TimeoutExpired:
             server.process.kill()
             server.process.wait()
+    if server.parent_fd is not None:
+        os.close(server.parent_fd)
+        server.parent_fd = None
 
 
 @contextlib.contextmanager
@@ -151,3 +210,36 @@ def running(server: Server) -> Iterator[Server]:
         yield server
     finally:
         stop(server)
+
+
+async def supervised(work: Awaitable[T], watched: Sequence[Server],
+                     symptoms: tuple[type[BaseException], ...] = (Exception,), poll: float = 0.1) -> T:
+    """Await ``work`` while watching the servers it depends on. When one of them dies, ``work`` is
+    cancelled and :class:`ServerDied` names the server. When ``work`` fails with one of
+    ``symptoms`` (a broken connection is usually seen a few milliseconds before the process that
+    broke it can be collected), the death is waited for up to :data:`DEATH_GRACE` seconds and
+    reported rather than the symptom; other failures are raised at once."""
+    task = asyncio.ensure_future(work)
+    try:
+        while not task.done():
+            _raise_if_dead(watched)
+            await asyncio.wait([task], timeout=poll)
+        try:
+            return task.result()
+        except symptoms:
+            deadline = time.monotonic() + DEATH_GRACE
+            while time.monotonic() < deadline:
+                _raise_if_dead(watched)
+                await asyncio.sleep(poll)
+            raise
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+def _raise_if_dead(watched: Sequence[Server]) -> None:
+    for server in watched:
+        if server.died():
+            raise ServerDied(server, " during the answer")
