@@ -1,108 +1,85 @@
-"""Agent configuration from environment variables, each with a documented default."""
+"""The agent's configuration: one table of settings, each read from its environment variable with
+its default and meaning (``settings_table``). ``docs/configuration.md`` is generated from it."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-DEFAULT_TTS_URL = "ws://127.0.0.1:8081/invocations-bidirectional-stream"
+from settings_table import above, at_least, flag, from_env, setting
+from tts_protocol import BIDI_PATH
+
+DEFAULT_TTS_URL = f"ws://127.0.0.1:8081{BIDI_PATH}"
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful voice assistant. Your answers are spoken aloud, so answer in plain, "
     "conversational sentences without markdown, lists or code."
 )
+MODEL_KINDS = ("auto", "bedrock", "local", "replay")
+
+
+def _model_kind(text: str) -> str:
+    if text not in MODEL_KINDS:
+        raise ValueError(f"must be one of {', '.join(MODEL_KINDS)}")
+    return text
 
 
 @dataclass(frozen=True)
 class AgentSettings:
-    tts_url: str = DEFAULT_TTS_URL
-    """VOICE_AGENT_TTS_URL: the TTS container's bidirectional-stream WebSocket, used when no
-    SageMaker endpoint is configured."""
-    sagemaker_endpoint: str | None = None
-    """SAGEMAKER_ENDPOINT_NAME: when set, the TTS session goes through this SageMaker endpoint."""
-    sagemaker_region: str | None = None
-    """SAGEMAKER_REGION: the endpoint's region; default AWS_REGION."""
-    sagemaker_endpoint_url: str | None = None
-    """SAGEMAKER_ENDPOINT_URL: overrides https://runtime.sagemaker.REGION.amazonaws.com:8443."""
-    sagemaker_ca_bundle: str | None = None
-    """SAGEMAKER_CA_BUNDLE: a private CA to trust for that URL (the local stand-in's)."""
-    model: str = "auto"
-    """VOICE_AGENT_MODEL: which model answers: ``bedrock``, ``local`` (SmolLM2-135M in process),
-    ``replay`` (a recording), or ``auto``: Bedrock when BEDROCK_MODEL_ID is set and boto3 finds
-    credentials, the local model otherwise."""
-    bedrock_model_id: str | None = None
-    """BEDROCK_MODEL_ID: the Bedrock model (or inference profile) id."""
-    bedrock_max_tokens: int = 1024
-    """BEDROCK_MAX_TOKENS: the answer length limit; a spoken answer is short, and an answer cut here
-    is still spoken up to where it stopped (``truncated`` in the end event)."""
-    bedrock_temperature: float | None = None
-    """BEDROCK_TEMPERATURE: sampling temperature, 0 to 1; unset: the model's default."""
-    bedrock_top_p: float | None = None
-    """BEDROCK_TOP_P: nucleus sampling, 0 to 1; unset: the model's default."""
-    bedrock_endpoint_url: str | None = None
-    """BEDROCK_ENDPOINT_URL: overrides the bedrock-runtime endpoint (a VPC endpoint, or the local
-    stand-in ``voice-agent bedrock-local``)."""
-    bedrock_read_timeout: float = 60.0
-    """BEDROCK_READ_TIMEOUT: seconds without a byte from Bedrock's stream before the answer fails."""
-    aws_region: str | None = None
-    """AWS_REGION: Bedrock's region; None lets boto3 resolve it."""
-    replay: str = "long"
-    """VOICE_AGENT_REPLAY: with the replay model, a packaged recording (short, long, markdown,
-    unfinished, clauses) or a path."""
-    local_max_tokens: int = 160
-    """VOICE_AGENT_LOCAL_MAX_TOKENS: the local model's answer length limit."""
-    local_seed: int = 7
-    """VOICE_AGENT_LOCAL_SEED: the local model's sampling seed (same seed, same answer)."""
-    replay_speed: float = 1.0
-    """VOICE_AGENT_REPLAY_SPEED: 2.0 replays a recording twice as fast as it was recorded."""
-    voice: str | None = None
-    """VOICE_AGENT_VOICE: the default voice; None uses the TTS server's default."""
-    system_prompt: str = DEFAULT_SYSTEM_PROMPT
-    """VOICE_AGENT_SYSTEM_PROMPT."""
-    quick_first_chunk: bool = True
-    """VOICE_AGENT_QUICK_FIRST_CHUNK (1/0): let the first chunk end at a clause mark."""
-    tts_timeout: float = 60.0
-    """VOICE_AGENT_TTS_TIMEOUT: seconds to wait for a sentence's next audio before the answer fails
-    with ``tts_failed`` (a stalled TTS container never leaves the caller hanging)."""
-    tts_reconnects: int = 3
-    """VOICE_AGENT_TTS_RECONNECTS: times a lost TTS session is reopened (waits 0.2 s, doubling) and its
-    unfinished sentences resent, before the answer fails with ``tts_failed``. Raise it to ride out a
-    container restart (about 5 s here: 6 attempts wait up to 12.6 s)."""
-    record_dir: str | None = None
-    """VOICE_AGENT_RECORD_DIR: write every whole model stream there in the replay format (one JSONL
-    file per answer), to replay a live answer later at its own pace; unset: nothing is recorded."""
-    pipelining: bool = True
-    """VOICE_AGENT_PIPELINING (1/0): send each sentence without waiting for the previous one's audio."""
+    tts_url: str = setting("VOICE_AGENT_TTS_URL", DEFAULT_TTS_URL,
+                           "the TTS container's bidirectional-stream WebSocket, used when no SageMaker endpoint is "
+                           "configured")
+    sagemaker_endpoint: str | None = setting("SAGEMAKER_ENDPOINT_NAME", None,
+                                             "when set, the TTS session goes through this SageMaker endpoint")
+    sagemaker_region: str | None = setting("SAGEMAKER_REGION", None, "the endpoint's region; unset: `AWS_REGION`")
+    sagemaker_endpoint_url: str | None = setting(
+        "SAGEMAKER_ENDPOINT_URL", None, "overrides `https://runtime.sagemaker.REGION.amazonaws.com:8443`")
+    sagemaker_ca_bundle: str | None = setting("SAGEMAKER_CA_BUNDLE", None,
+                                              "a private CA to trust for that URL (the local stand-in's)")
+    model: str = setting("VOICE_AGENT_MODEL", "auto",
+                         "which model answers: `bedrock`, `local` (SmolLM2-135M in a worker process), `replay` (a "
+                         "recording), or `auto`: Bedrock when `BEDROCK_MODEL_ID` is set and boto3 finds "
+                         "credentials, the local model otherwise", _model_kind)
+    bedrock_model_id: str | None = setting("BEDROCK_MODEL_ID", None, "the Bedrock model (or inference profile) id")
+    bedrock_max_tokens: int = setting(
+        "BEDROCK_MAX_TOKENS", 1024, "the answer length limit; a spoken answer is short, and an answer cut here is "
+        "still spoken up to where it stopped (`truncated` in the end event)", above(0, int))
+    bedrock_temperature: float | None = setting("BEDROCK_TEMPERATURE", None,
+                                                "sampling temperature, 0 to 1; unset: the model's default", float)
+    bedrock_top_p: float | None = setting("BEDROCK_TOP_P", None, "nucleus sampling, 0 to 1; unset: the model's "
+                                                                 "default", float)
+    bedrock_endpoint_url: str | None = setting(
+        "BEDROCK_ENDPOINT_URL", None, "overrides the bedrock-runtime endpoint (a VPC endpoint, or the local "
+        "stand-in `voice-agent bedrock-local`)")
+    bedrock_read_timeout: float = setting("BEDROCK_READ_TIMEOUT", 60.0, "seconds without a byte from Bedrock's "
+                                                                        "stream before the answer fails",
+                                          above(0))
+    aws_region: str | None = setting("AWS_REGION", None, "Bedrock's region; unset: boto3 resolves it "
+                                                         "(`AWS_DEFAULT_REGION`, the profile)")
+    replay: str = setting("VOICE_AGENT_REPLAY", "long",
+                          "with the replay model, a packaged recording (`short`, `long`, `markdown`, `unfinished`, "
+                          "`clauses`) or a path")
+    replay_speed: float = setting("VOICE_AGENT_REPLAY_SPEED", 1.0, "2.0 replays a recording twice as fast as it "
+                                                                   "was recorded", above(0))
+    local_max_tokens: int = setting("VOICE_AGENT_LOCAL_MAX_TOKENS", 160, "the local model's answer length limit",
+                                    above(0, int))
+    local_seed: int = setting("VOICE_AGENT_LOCAL_SEED", 7, "the local model's sampling seed (same seed, same "
+                                                           "answer)", int)
+    voice: str | None = setting("VOICE_AGENT_VOICE", None, "the default voice; unset: the TTS server's default")
+    system_prompt: str = setting("VOICE_AGENT_SYSTEM_PROMPT", DEFAULT_SYSTEM_PROMPT, "the model's system prompt")
+    quick_first_chunk: bool = setting("VOICE_AGENT_QUICK_FIRST_CHUNK", True,
+                                      "`1`/`0`: let the first chunk end at a clause mark", flag)
+    pipelining: bool = setting("VOICE_AGENT_PIPELINING", True,
+                               "`1`/`0`: send each sentence without waiting for the previous one's audio", flag)
+    tts_timeout: float = setting(
+        "VOICE_AGENT_TTS_TIMEOUT", 60.0, "seconds to wait for a sentence's next audio before the answer fails with "
+        "`tts_failed` (a stalled TTS container never leaves the caller hanging)", above(0))
+    tts_reconnects: int = setting(
+        "VOICE_AGENT_TTS_RECONNECTS", 3, "times a lost TTS session is reopened (waits 0.2 s, doubling) and its "
+        "unfinished sentences resent, before the answer fails with `tts_failed`; raise it to ride out a container "
+        "restart (about 5 s here: 6 attempts wait up to 12.6 s)", at_least(0))
+    record_dir: str | None = setting(
+        "VOICE_AGENT_RECORD_DIR", None, "write every whole model stream there in the replay format (one JSONL file "
+        "per answer), to replay a live answer later at its own pace; unset: nothing is recorded")
 
     @classmethod
     def from_env(cls) -> AgentSettings:
-        env = os.environ
-        return cls(
-            tts_url=env.get("VOICE_AGENT_TTS_URL", DEFAULT_TTS_URL),
-            sagemaker_endpoint=env.get("SAGEMAKER_ENDPOINT_NAME") or None,
-            sagemaker_region=env.get("SAGEMAKER_REGION") or None,
-            sagemaker_endpoint_url=env.get("SAGEMAKER_ENDPOINT_URL") or None,
-            sagemaker_ca_bundle=env.get("SAGEMAKER_CA_BUNDLE") or None,
-            model=env.get("VOICE_AGENT_MODEL", "auto"),
-            bedrock_model_id=env.get("BEDROCK_MODEL_ID") or None,
-            bedrock_max_tokens=int(env.get("BEDROCK_MAX_TOKENS", "1024")),
-            bedrock_temperature=_optional_float(env.get("BEDROCK_TEMPERATURE")),
-            bedrock_top_p=_optional_float(env.get("BEDROCK_TOP_P")),
-            bedrock_endpoint_url=env.get("BEDROCK_ENDPOINT_URL") or None,
-            bedrock_read_timeout=float(env.get("BEDROCK_READ_TIMEOUT", "60")),
-            aws_region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
-            replay=env.get("VOICE_AGENT_REPLAY", "long"),
-            replay_speed=float(env.get("VOICE_AGENT_REPLAY_SPEED", "1.0")),
-            local_max_tokens=int(env.get("VOICE_AGENT_LOCAL_MAX_TOKENS", "160")),
-            local_seed=int(env.get("VOICE_AGENT_LOCAL_SEED", "7")),
-            voice=env.get("VOICE_AGENT_VOICE") or None,
-            system_prompt=env.get("VOICE_AGENT_SYSTEM_PROMPT", DEFAULT_SYSTEM_PROMPT),
-            quick_first_chunk=env.get("VOICE_AGENT_QUICK_FIRST_CHUNK", "1") != "0",
-            pipelining=env.get("VOICE_AGENT_PIPELINING", "1") != "0",
-            record_dir=env.get("VOICE_AGENT_RECORD_DIR") or None,
-            tts_timeout=float(env.get("VOICE_AGENT_TTS_TIMEOUT", "60")),
-            tts_reconnects=int(env.get("VOICE_AGENT_TTS_RECONNECTS", "3")),
-        )
-
-
-def _optional_float(value: str | None) -> float | None:
-    return float(value) if value else None
+        return from_env(cls)

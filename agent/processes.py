@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Mapping
 
 log = logging.getLogger(__name__)
 
@@ -49,3 +50,29 @@ def exit_with_parent() -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+class Tie:
+    """What a child needs to end with this process: start it with :attr:`env` and :attr:`pass_fds`
+    (the child must call :func:`exit_with_parent`, as ``voice-agent`` and ``agent.entrypoint`` do),
+    and :meth:`close` once the child has ended (or use ``with``). The pipe's write end is never
+    inherited, so only this process's end (by :meth:`close`, or by the kernel when it dies, however
+    it dies) ends the child."""
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self._read, self._write = os.pipe()
+        self.env = {**(os.environ if env is None else env), PARENT_FD_VARIABLE: str(self._read)}
+        self.pass_fds = (self._read,)
+
+    def close(self) -> None:
+        for fd in (self._read, self._write):
+            try:
+                os.close(fd)
+            except OSError:
+                pass  # already closed
+
+    def __enter__(self) -> Tie:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -2,11 +2,10 @@
 
 One :class:`TTSSession` serves a whole answer: each sentence is sent as soon as it is ready, even
 while earlier sentences are still being synthesized, and each :meth:`TTSSession.synthesize` call
-returns a :class:`SynthesisStream` that yields that request's audio, in order.
-
-Transports only move frames (see :class:`Transport`): :class:`WebSocketTransport` talks to the
-container directly; ``agent.sagemaker_transport`` goes through SageMaker's
-``InvokeEndpointWithBidirectionalStream``. The protocol itself lives in ``tts_protocol``.
+returns a :class:`SynthesisStream` that yields that request's audio, in order. The protocol's state
+(request order, which request is receiving audio, what to skip after a reconnection, one final
+reply per request) is ``tts_protocol.client.ClientSession``; this module only moves its frames and
+waits. Transports are in ``agent.transports``.
 
 Guarantees:
 
@@ -14,42 +13,34 @@ Guarantees:
   reports an error for it, with :class:`TTSConnectionError` when the session is lost for good, or
   with :class:`TTSTimeoutError` when nothing arrives for it within ``chunk_timeout``.
 - If the transport drops, the session reconnects (at most ``max_reconnects`` times per session,
-  with backoff) and sends again every request that has not completed, in order. Audio a stream
-  already delivered is skipped on the new attempt, so no sentence is lost or repeated and the
-  order is kept. (Resuming at a byte offset is exact because Kokoro's output is deterministic for
-  a given text, voice, speed and build.)
+  with backoff) and sends again every request that has not completed, in order; audio a stream
+  already delivered is skipped on the new attempt, so no sentence is lost or repeated.
 - Memory is bounded: each stream buffers at most ``max_buffered_chunks`` audio frames; when the
   consumer falls behind, the session stops reading and the server's sends back up. Consume
   streams in the order they were created, as the audio arrives in that order.
+- Cancel-safety: cancelling a task that iterates a stream leaves the session usable;
+  :meth:`TTSSession.abort` may be called at any time, any number of times.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Protocol
-
-from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, ConnectionClosedOK, WebSocketException
-from websockets.protocol import State
+from collections.abc import AsyncIterator
+from typing import Any
 
 import tts_protocol as protocol
+from agent.transports import DEFAULT_OPEN_TIMEOUT, Connect, Transport, TransportClosed
+from tts_protocol.client import Audio, ClientSession, Completed, Failed, ProtocolViolation, Refused, Started
 
 log = logging.getLogger(__name__)
 
-DEFAULT_OPEN_TIMEOUT = 10.0
 DEFAULT_CHUNK_TIMEOUT = 60.0
 DEFAULT_CLOSE_TIMEOUT = 10.0
 DEFAULT_MAX_BUFFERED_CHUNKS = 256
 DEFAULT_MAX_PENDING_REQUESTS = 64
 DEFAULT_MAX_RECONNECTS = 3
-DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
-ABORT_WAIT = 1.0
-"""Seconds an aborted WebSocket may take to report itself closed."""
 
 
 class TTSError(Exception):
@@ -63,120 +54,36 @@ class TTSError(Exception):
 
 class TTSConnectionError(TTSError):
     def __init__(self, message: str) -> None:
-        super().__init__("connection_failed", message)
+        super().__init__(protocol.CONNECTION_FAILED, message)
 
 
 class TTSTimeoutError(TTSError):
     def __init__(self, message: str) -> None:
-        super().__init__("timeout", message)
+        super().__init__(protocol.TIMEOUT, message)
 
 
-# Transports ---------------------------------------------------------------------------------
-
-
-class TransportClosed(Exception):
-    """The transport's stream ended: ``error`` is None for an orderly close, else what broke it."""
-
-    def __init__(self, error: str | None = None) -> None:
-        super().__init__(error or "closed")
+class _End:
+    def __init__(self, stats: dict[str, Any] | None = None, error: TTSError | None = None) -> None:
+        self.stats = stats or {}
         self.error = error
-
-
-class Transport(Protocol):
-    """Moves protocol frames; knows nothing of their meaning."""
-
-    async def send(self, message: str) -> None:
-        """Send one client message. Raises :class:`TransportClosed` if the stream is gone."""
-
-    async def receive(self) -> str | bytes:
-        """The next server frame: ``str`` for text, ``bytes`` for binary. Raises
-        :class:`TransportClosed` at the end of the stream."""
-
-    async def end_input(self) -> None:
-        """No more messages will be sent; answers may still arrive."""
-
-    async def close(self) -> None:
-        """Close at once; safe to call twice."""
-
-
-Connect = Callable[[], Awaitable[Transport]]
-"""Opens a new transport; raises :class:`TTSConnectionError` when it cannot."""
-
-
-class WebSocketTransport:
-    """The container's ``/invocations-bidirectional-stream`` WebSocket, reached directly."""
-
-    def __init__(self, connection: ClientConnection) -> None:
-        self._connection = connection
-
-    @classmethod
-    def connector(cls, url: str, *, open_timeout: float = DEFAULT_OPEN_TIMEOUT,
-                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                  close_timeout: float = DEFAULT_CLOSE_TIMEOUT) -> Connect:
-        async def open_transport() -> Transport:
-            try:
-                connection = await connect(url, open_timeout=open_timeout, max_size=max_message_bytes,
-                                           close_timeout=close_timeout)
-            except (OSError, TimeoutError, WebSocketException) as exc:
-                raise TTSConnectionError(f"cannot open a TTS session at {url}: {exc}") from exc
-            return cls(connection)
-
-        return open_transport
-
-    async def send(self, message: str) -> None:
-        try:
-            await self._connection.send(message)
-        except ConnectionClosed as exc:
-            raise TransportClosed(str(exc)) from exc
-
-    async def receive(self) -> str | bytes:
-        try:
-            return await self._connection.recv()
-        except ConnectionClosedOK as exc:
-            raise TransportClosed(None) from exc
-        except ConnectionClosed as exc:
-            raise TransportClosed(str(exc)) from exc
-
-    async def end_input(self) -> None:
-        """Nothing to do: the protocol's ``close`` message already tells the server."""
-
-    async def close(self) -> None:
-        """At once: no closing handshake. Once the session stops reading, unread audio fills the
-        connection's buffer, reading pauses, and the server's close frame would wait behind it for
-        the whole close timeout (measured: 10 s per cancelled answer). An orderly session end never
-        gets here with the connection open: the server closes it after the last answer."""
-        if self._connection.state is not State.CLOSED:
-            self._connection.transport.abort()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._connection.wait_closed(), ABORT_WAIT)
-
-
-# Streams and the session --------------------------------------------------------------------
-
-
-class _Complete:
-    def __init__(self, stats: dict[str, Any]) -> None:
-        self.stats = stats
 
 
 class SynthesisStream:
     """The audio of one synthesize request: ``async for chunk in stream`` yields PCM16 bytes."""
 
-    def __init__(self, request: protocol.Synthesize, *, max_buffered_chunks: int, chunk_timeout: float) -> None:
-        self.request = request
+    def __init__(self, request_id: str, *, max_buffered_chunks: int, chunk_timeout: float) -> None:
+        self.request_id = request_id
         self.sample_rate = protocol.SAMPLE_RATE
         self.stats: dict[str, Any] = {}
-        self.attempts = 1
-        """How many times the request was sent (more than one after a reconnection)."""
-        self._items: asyncio.Queue[bytes | _Complete | TTSError] = asyncio.Queue(max_buffered_chunks)
+        self._items: asyncio.Queue[bytes | _End] = asyncio.Queue(max_buffered_chunks)
         self._chunk_timeout = chunk_timeout
-        self._accepted = 0
-        self._skip = 0
         self._finished = False
+        self._attempts = 1
 
     @property
-    def request_id(self) -> str:
-        return self.request.request_id
+    def attempts(self) -> int:
+        """How many times the request was sent (more than one after a reconnection)."""
+        return self._attempts
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self._chunks()
@@ -193,40 +100,23 @@ class SynthesisStream:
                 yield item
                 continue
             self._finished = True
-            if isinstance(item, TTSError):
-                raise item
+            if item.error is not None:
+                raise item.error
             self.stats = item.stats
-
-    async def _put_audio(self, frame: bytes) -> None:
-        if self._skip:
-            skipped = min(self._skip, len(frame))
-            self._skip -= skipped
-            frame = frame[skipped:]
-            if not frame:
-                return
-        self._accepted += len(frame)
-        await self._items.put(frame)
-
-    async def _put_end(self, item: _Complete | TTSError) -> None:
-        await self._items.put(item)
-
-    def _restart(self) -> None:
-        """The request is being sent again: skip the audio this stream has already taken."""
-        self._skip = self._accepted
-        self.attempts += 1
 
     def _fail_now(self, error: TTSError) -> None:
         """End the stream with ``error`` without waiting for buffer space (the session is gone)."""
         while self._items.full():
             self._items.get_nowait()
-        self._items.put_nowait(error)
+        self._items.put_nowait(_End(error=error))
 
 
 class TTSSession:
     """``async with TTSSession(url) as tts: stream = await tts.synthesize("Hello.")``.
 
-    ``target`` is the container's WebSocket URL or a :data:`Connect` callable (for SageMaker, see
-    ``agent.sagemaker_transport``). Parameters are limits, each with the cost it bounds:
+    ``target`` is the container's WebSocket URL or a :data:`~agent.transports.Connect` callable
+    (for SageMaker, see ``agent.transports.sagemaker``). Parameters are limits, each with the cost
+    it bounds:
 
     - ``chunk_timeout``: seconds a stream may wait for its next audio frame or completion; one
       synthesis call of the longest piece Kokoro accepts takes ~12 s on two CPU cores.
@@ -244,9 +134,11 @@ class TTSSession:
                  max_buffered_chunks: int = DEFAULT_MAX_BUFFERED_CHUNKS,
                  max_pending_requests: int = DEFAULT_MAX_PENDING_REQUESTS,
                  max_reconnects: int = DEFAULT_MAX_RECONNECTS, reconnect_backoff: float = 0.2) -> None:
-        self._connect: Connect = (WebSocketTransport.connector(target, open_timeout=open_timeout,
-                                                               close_timeout=close_timeout)
-                                  if isinstance(target, str) else target)
+        if isinstance(target, str):
+            from agent.transports.websocket import WebSocketTransport
+
+            target = WebSocketTransport.connector(target, open_timeout=open_timeout, close_timeout=close_timeout)
+        self._connect: Connect = target
         self.voice = voice
         self.speed = speed
         self._chunk_timeout = chunk_timeout
@@ -256,9 +148,8 @@ class TTSSession:
         self._max_reconnects = max_reconnects
         self._reconnect_backoff = reconnect_backoff
         self.reconnects = 0
-        self._ids = (f"{uuid.uuid4().hex[:8]}-{n}" for n in itertools.count(1))
-        self._pending: dict[str, SynthesisStream] = {}
-        self._current: SynthesisStream | None = None
+        self._protocol = ClientSession()
+        self._streams: dict[str, SynthesisStream] = {}
         self._transport: Transport | None = None
         self._reader: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
@@ -284,18 +175,18 @@ class TTSSession:
         """Send one request now (or as soon as a reconnection completes) and return its stream."""
         if self._failure is not None or self._transport is None or self._closing:
             raise TTSConnectionError(self._failure or "the session is not open")
-        if len(self._pending) >= self._max_pending_requests:
-            raise TTSError("too_many_requests", f"{self._max_pending_requests} requests are already in flight")
-        request = protocol.Synthesize(request_id=next(self._ids), text=text, voice=voice or self.voice,
-                                      speed=self.speed if speed is None else speed)
-        stream = SynthesisStream(request, max_buffered_chunks=self._max_buffered_chunks,
-                                 chunk_timeout=self._chunk_timeout)
+        if len(self._streams) >= self._max_pending_requests:
+            raise TTSError(protocol.TOO_MANY_REQUESTS, f"{self._max_pending_requests} requests are already in flight")
         async with self._lock:
             if self._failure is not None:
                 raise TTSConnectionError(self._failure)
-            self._pending[request.request_id] = stream
+            request_id, message = self._protocol.synthesize(text, voice=voice or self.voice,
+                                                            speed=self.speed if speed is None else speed)
+            stream = SynthesisStream(request_id, max_buffered_chunks=self._max_buffered_chunks,
+                                     chunk_timeout=self._chunk_timeout)
+            self._streams[request_id] = stream
             with contextlib.suppress(TransportClosed):  # the reader reconnects and sends it again
-                await self._transport.send(protocol.encode_synthesize(request))
+                await self._transport.send(message)
         return stream
 
     async def cancel(self) -> None:
@@ -303,7 +194,7 @@ class TTSSession:
         a ``cancelled`` :class:`TTSError`."""
         if self._transport is not None and self._failure is None:
             with contextlib.suppress(TransportClosed):
-                await self._transport.send(protocol.encode_cancel())
+                await self._transport.send(self._protocol.cancel())
 
     async def close(self) -> None:
         """Let requests in flight finish, then close. Streams not consumed by then are ended."""
@@ -311,7 +202,7 @@ class TTSSession:
             return
         self._closing = True
         with contextlib.suppress(TransportClosed):
-            await self._transport.send(protocol.encode_close())
+            await self._transport.send(self._protocol.close())
             await self._transport.end_input()
         if self._reader is not None:
             try:
@@ -345,12 +236,32 @@ class TTSSession:
                     return
                 continue
             try:
-                await self._dispatch(protocol.parse_server_message(frame))
-            except ValueError as exc:
+                happened = self._protocol.receive(frame)
+            except ProtocolViolation as exc:
                 log.error("TTS protocol violation: %s", exc)
                 self._fail_pending(f"protocol violation: {exc}")
                 await self._transport.close()
                 return
+            for event in happened:
+                await self._deliver(event)
+
+    async def _deliver(self, event: Any) -> None:
+        if isinstance(event, Audio):
+            await self._streams[event.request_id]._items.put(event.data)
+        elif isinstance(event, Started):
+            self._streams[event.request_id].sample_rate = event.sample_rate
+        elif isinstance(event, Completed):
+            await self._streams.pop(event.request_id)._items.put(_End(stats=event.stats))
+        elif isinstance(event, Failed):
+            stream = self._streams.pop(event.request_id)
+            await stream._items.put(_End(error=TTSError(event.code, event.message)))
+        elif isinstance(event, Refused):
+            # The server refused the session: say so to every request rather than retrying.
+            log.warning("TTS server refused the session: %s", event.error.message)
+            self._closing = True
+            self._failure = self._failure or f"{event.error.code}: {event.error.message}"
+        else:
+            log.warning("TTS server error not tied to a request: %s: %s", event.error.code, event.error.message)
 
     async def _reconnect(self, reason: str) -> bool:
         """Open a new transport and send every unfinished request again, in order."""
@@ -363,13 +274,13 @@ class TTSSession:
                 await asyncio.sleep(self._reconnect_backoff * 2 ** self.reconnects)
                 self.reconnects += 1
                 log.warning("TTS session lost (%s); reconnecting, attempt %d of %d with %d request(s) in flight",
-                            last_error, self.reconnects, self._max_reconnects, len(self._pending))
+                            last_error, self.reconnects, self._max_reconnects, len(self._streams))
                 try:
                     self._transport = await self._connect()
-                    self._current = None
-                    for stream in self._pending.values():
-                        stream._restart()
-                        await self._transport.send(protocol.encode_synthesize(stream.request))
+                    for message in self._protocol.resend():
+                        await self._transport.send(message)
+                    for stream in self._streams.values():
+                        stream._attempts += 1
                     return True
                 except (TTSConnectionError, TransportClosed) as exc:
                     last_error = str(exc)
@@ -377,43 +288,9 @@ class TTSSession:
                                f"reconnection attempt(s): {last_error}")
             return False
 
-    async def _dispatch(self, message: protocol.ServerMessage | bytes) -> None:
-        if isinstance(message, bytes):
-            if self._current is None:
-                raise ValueError("audio frame outside any synthesis")
-            await self._current._put_audio(message)
-        elif isinstance(message, protocol.SynthesisStart):
-            self._current = self._pending.get(message.request_id)
-            if self._current is None:
-                raise ValueError(f"synthesis_start for unknown request {message.request_id!r}")
-            self._current.sample_rate = message.sample_rate
-        elif isinstance(message, protocol.SynthesisComplete):
-            stream = self._pending.pop(message.request_id, None)
-            if stream is None:
-                raise ValueError(f"synthesis_complete for unknown request {message.request_id!r}")
-            self._current = None
-            await stream._put_end(_Complete(message.stats))
-        else:
-            stream = self._pending.pop(message.request_id, None) if message.request_id else None
-            if stream is None and message.code == protocol.OVERLOADED:
-                # The server refused the session: say so to every request rather than retrying.
-                log.warning("TTS server refused the session: %s", message.message)
-                self._closing = True
-                self._failure = self._failure or f"{message.code}: {message.message}"
-                for pending in self._pending.values():
-                    pending._fail_now(TTSError(message.code, message.message))
-                self._pending.clear()
-                return
-            if stream is None:
-                log.warning("TTS server error not tied to a request: %s: %s", message.code, message.message)
-                return
-            if stream is self._current:
-                self._current = None
-            await stream._put_end(TTSError(message.code, message.message))
-
     def _fail_pending(self, reason: str) -> None:
         self._failure = self._failure or reason
-        for stream in self._pending.values():
+        self._protocol.fail_all(protocol.CONNECTION_FAILED, reason)
+        for stream in self._streams.values():
             stream._fail_now(TTSConnectionError(reason))
-        self._pending.clear()
-        self._current = None
+        self._streams.clear()

@@ -88,16 +88,7 @@ class VoiceAgentStack(cdk.Stack):
                                                 # SageMaker ARNs carry the name in lower case.
                                                 resource_name=self.endpoint_name.lower())
 
-        target = autoscaling.ScalableTarget(
-            self, "TtsScaling", service_namespace=autoscaling.ServiceNamespace.SAGEMAKER,
-            resource_id=f"endpoint/{self.endpoint_name}/variant/{VARIANT}",
-            scalable_dimension="sagemaker:variant:DesiredInstanceCount",
-            min_capacity=s.tts_min_instances, max_capacity=s.tts_max_instances)
-        target.node.add_dependency(endpoint)
-        target.scale_to_track_metric(
-            "SessionsPerInstance", target_value=float(s.tts_sessions_per_instance),
-            predefined_metric=autoscaling.PredefinedMetric.SAGEMAKER_VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION,
-            scale_in_cooldown=cdk.Duration.minutes(10), scale_out_cooldown=cdk.Duration.minutes(2))
+        self._tts_scaling(endpoint)
 
         acknowledge(role, "ecr:GetAuthorizationToken and cloudwatch:PutMetricData support no resource-level "
                            "permissions (the metric namespace is restricted by a condition)",
@@ -108,6 +99,20 @@ class VoiceAgentStack(cdk.Stack):
                              "which it rejects a KmsKeyId; the endpoint stores no customer data", "AwsSolutions-SM2")
         acknowledge(model, "network isolation is on: the container has no network, so there is no VPC to place it "
                             "in; it is reached only through the SageMaker runtime API with SigV4", "AwsSolutions-SM1")
+
+    def _tts_scaling(self, endpoint: sagemaker.CfnEndpoint) -> None:
+        """Target tracking on concurrent sessions per instance, between the configured bounds."""
+        s = self.settings
+        target = autoscaling.ScalableTarget(
+            self, "TtsScaling", service_namespace=autoscaling.ServiceNamespace.SAGEMAKER,
+            resource_id=f"endpoint/{self.endpoint_name}/variant/{VARIANT}",
+            scalable_dimension="sagemaker:variant:DesiredInstanceCount",
+            min_capacity=s.tts_min_instances, max_capacity=s.tts_max_instances)
+        target.node.add_dependency(endpoint)
+        target.scale_to_track_metric(
+            "SessionsPerInstance", target_value=float(s.tts_sessions_per_instance),
+            predefined_metric=autoscaling.PredefinedMetric.SAGEMAKER_VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION,
+            scale_in_cooldown=cdk.Duration.minutes(10), scale_out_cooldown=cdk.Duration.minutes(2))
 
     # --- The agent: AgentCore Runtime and its endpoint ---------------------------------------------
 

@@ -1,5 +1,8 @@
-"""Shared real servers for the whole test run: one TTS server (the model loads once) and one agent
-server per recording, started lazily, all on loopback, logs kept under test-artifacts/."""
+"""Tiers, and the real servers the whole run shares: one TTS server (the model loads once) and one
+agent server per recording, started lazily, all on loopback, logs kept under test-artifacts/.
+
+The fast tier is ``tests/unit`` and ``tests/asgi`` (no server, no model: ``pytest -m "not slow"``);
+every other test is marked ``slow`` here, by where it lives."""
 
 from __future__ import annotations
 
@@ -11,14 +14,23 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from voice_agent import servers
+from voice_agent.dev import servers
 
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 
 # In CI the property tests replay the same examples every run; locally they explore new ones.
 settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+FAST_TIERS = ("unit", "asgi")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if Path(str(item.path)).parent.name not in FAST_TIERS:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

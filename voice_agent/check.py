@@ -21,6 +21,8 @@ import tts_protocol
 from agent.tts_client import Connect, TTSError, TTSSession
 
 DEFAULT_TEXT = "This is a check that the endpoint can speak."
+DEFAULT_TIMEOUT = 60.0
+"""Seconds to wait for the sentence's audio (a cold endpoint's first synthesis is the slowest)."""
 CHARS_PER_SECOND = (6.0, 36.0)
 """Speaking rates that bound a plausible duration: Kokoro speaks English at roughly 12 to 18
 characters per second; the bounds leave a factor of two either way."""
@@ -55,7 +57,7 @@ def _rms(pcm: bytes) -> float:
 
 
 async def check(target: str | Connect, text: str = DEFAULT_TEXT, voice: str | None = None,
-                timeout: float = 60.0) -> CheckResult:
+                timeout: float = DEFAULT_TIMEOUT) -> CheckResult:
     """Synthesize ``text`` over one session to ``target`` and verify the answer."""
     result = CheckResult(ok=True)
     started = time.perf_counter()

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from voice_agent import servers
 from voice_agent.bench.reliability import MAX_SESSIONS
+from voice_agent.dev import servers
 
 
 @pytest.fixture(scope="session")

@@ -13,10 +13,11 @@ from pathlib import Path
 import aiohttp
 import websockets
 
-from tests.agents import agent_running
-from tests.test_end_to_end import raw_answer
-from voice_agent import servers
+from tests.support.agents import agent_running
+from tests.support.answers import raw_answer
+from tts_protocol import BIDI_PATH
 from voice_agent.bench.reliability import memory_mb
+from voice_agent.dev import servers
 
 
 async def test_a_stalled_tts_container_gives_the_caller_a_clear_error_not_a_hang(artifacts: Path):
@@ -27,7 +28,7 @@ async def test_a_stalled_tts_container_gives_the_caller_a_clear_error_not_a_hang
 
     async with websockets.serve(stall, "127.0.0.1", 0) as stalled:
         port = stalled.sockets[0].getsockname()[1]
-        async with agent_running(f"ws://127.0.0.1:{port}/invocations-bidirectional-stream", replay="short",
+        async with agent_running(f"ws://127.0.0.1:{port}{BIDI_PATH}", replay="short",
                                  replay_speed=4.0, env={"VOICE_AGENT_TTS_TIMEOUT": "2"},
                                  log_path=str(artifacts / "agent-stalled.log")) as agent:
             started = time.monotonic()

@@ -9,8 +9,8 @@ import time
 
 import websockets
 
-from tests.agents import agent_running
-from tests.test_end_to_end import raw_answer
+from tests.support.agents import agent_running
+from tests.support.answers import raw_answer
 from voice_agent.bench.reliability import LEVELS, MAX_SESSIONS, SENTENCES, load_level, memory_mb
 
 

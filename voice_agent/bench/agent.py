@@ -14,11 +14,11 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from agent.replay_model import load_recording
-from voice_agent import servers
+from agent.llm.replay import load_recording
 from voice_agent.bench import plots, write_results
 from voice_agent.bench.tts import summarize
-from voice_agent.caller import ask, ask_ws
+from voice_agent.caller import Options, ask
+from voice_agent.dev import servers
 
 REFERENCE = {"ratio_local": 2.4, "ratio_deployed": 3.5, "machine": "AWS guide, ml.g5.xlarge TTS endpoint"}
 METRICS = ("time_to_first_text_ms", "time_to_first_audio_ms", "total_ms")
@@ -37,7 +37,7 @@ async def measure(urls: dict[str, str], prompt: str, trials: int) -> dict[str, A
     samples: dict[str, dict[str, list[float]]] = {name: {metric: [] for metric in METRICS} for name in urls}
     for _ in range(trials):
         for name, url in urls.items():
-            answer = await ask(url, prompt, mode=CONFIGURATIONS[name][0])
+            answer = await ask(prompt, Options(url=url, mode=CONFIGURATIONS[name][0]))
             for metric in METRICS:
                 samples[name][metric].append(getattr(answer, metric))
     summary = {name: {metric: summarize(values) for metric, values in by_metric.items()}
@@ -54,7 +54,8 @@ async def barge_in(url: str, prompt: str, trials: int) -> dict[str, Any]:
     (model stream and TTS session stopped) and the caller's, from sending ``cancel`` to the ``end``."""
     agent_ms, caller_ms = [], []
     for _ in range(max(trials, 3)):
-        answer = await ask_ws(url, prompt, cancel_after=lambda a: a.time_to_first_audio_ms is not None)
+        answer = await ask(prompt, Options(url=url, ws=True),
+                           cancel_after=lambda a: a.time_to_first_audio_ms is not None)
         if not answer.server_metrics.get("cancelled"):
             raise RuntimeError("the answer ended before the cancel reached the agent")
         agent_ms.append(answer.server_metrics["stop_ms"])

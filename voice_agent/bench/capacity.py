@@ -18,9 +18,9 @@ from typing import Any
 
 import tts_protocol
 from agent.tts_client import TTSSession
-from voice_agent import servers
 from voice_agent.bench import plots, write_results
 from voice_agent.bench.tts import summarize
+from voice_agent.dev import servers
 
 ANSWER = ["The first sentence starts the answer.", "A second one adds a little detail to it.",
           "The third sentence closes it."]

@@ -20,8 +20,8 @@ from typing import Any
 import tts_protocol
 from agent.audio_encoding import FORMATS, StreamEncoder
 from agent.tts_client import TTSSession
-from voice_agent import servers
 from voice_agent.bench import plots, write_results
+from voice_agent.dev import servers
 
 CLIPS = [
     "Streaming speech lets a voice agent start talking before it has finished thinking.",

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.config import DEFAULT_SYSTEM_PROMPT
-from agent.local_model import LocalModel, build_features
+from agent.llm.local import LocalModel, build_features
 from voice_agent.bench import write_results
 from voice_agent.bench.tts import summarize
 

@@ -19,10 +19,10 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from voice_agent import servers
 from voice_agent.bench import plots, write_results
 from voice_agent.bench.tts import summarize
-from voice_agent.caller import ask
+from voice_agent.caller import Options, ask
+from voice_agent.dev import servers
 
 RECORDINGS = ("short", "long", "markdown", "unfinished", "clauses")
 
@@ -31,7 +31,7 @@ async def measure(urls: dict[str, str], trials: int) -> dict[str, Any]:
     samples: list[dict[str, Any]] = []
     for _ in range(trials):
         for recording, url in urls.items():
-            metrics = (await ask(url, "Go.")).server_metrics
+            metrics = (await ask("Go.", Options(url=url))).server_metrics
             samples.append({"recording": recording, **{key: metrics[key] for key in (
                 "time_to_first_audio_ms", "first_chunk_ready_ms", "first_chunk_inference_ms",
                 "pipeline_overhead_ms")}})

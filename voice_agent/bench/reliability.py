@@ -28,8 +28,10 @@ import aiohttp
 import websockets
 
 import tts_protocol as protocol
-from voice_agent import servers
+from tts_protocol.client import Failed
 from voice_agent.bench import write_results
+from voice_agent.dev import servers
+from voice_agent.dev.raw_tts import read_answers
 
 SENTENCES = ("Streaming speech starts sooner.", "Each sentence goes out at once.", "The listener hears it early.")
 LEVELS = (1, 2, 4, 8, 16)
@@ -49,30 +51,12 @@ def memory_mb(pid: int, field: str = "VmHWM") -> float:
 async def _read_answers(ws: Any, request_ids: list[str], first: Any = None) -> dict[str, Any]:
     """Read one session's answers (starting with ``first`` when it was already read); check order
     and completeness."""
-    order: list[str] = []
-    audio: dict[str, int] = {}
-    complete: dict[str, int] = {}
-    current: str | None = None
-    while len(complete) < len(request_ids):
-        if first is not None:
-            frame, first = first, None
-        else:
-            frame = await asyncio.wait_for(ws.recv(), REPLY_TIMEOUT)
-        message = protocol.parse_server_message(frame)
-        if isinstance(message, bytes):
-            assert current is not None, "audio outside a synthesis"
-            audio[current] = audio.get(current, 0) + len(message)
-        elif isinstance(message, protocol.SynthesisStart):
-            current = message.request_id
-            order.append(current)
-        elif isinstance(message, protocol.SynthesisComplete):
-            complete[message.request_id] = int(message.stats["audio_bytes"])
-            current = None
-        else:
-            raise AssertionError(f"request {message.request_id} refused: {message.code}: {message.message}")
-    return {"in_order": order == request_ids,
-            "complete": all(audio.get(rid, 0) == complete[rid] > 0 for rid in request_ids),
-            "audio_bytes": sum(audio.values())}
+    outcomes, order = await read_answers(ws, request_ids, first=first, timeout=REPLY_TIMEOUT)
+    for request_id, outcome in outcomes.items():
+        if isinstance(outcome.final, Failed):
+            raise AssertionError(f"request {request_id} refused: {outcome.final.code}: {outcome.final.message}")
+    return {"in_order": order == request_ids, "complete": all(outcome.complete for outcome in outcomes.values()),
+            "audio_bytes": sum(len(outcome.audio) for outcome in outcomes.values())}
 
 
 async def session(url: str, name: str) -> dict[str, Any]:

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.tts_client import TTSSession
-from voice_agent import servers
 from voice_agent.bench import plots, write_results
+from voice_agent.dev import servers
 
 PASSAGE = (
     "Streaming speech lets a voice agent start talking before it has finished thinking. "

@@ -1,0 +1,207 @@
+"""One spoken answer as a chain of stages, each in its own module with its guarantees:
+
+    model stream -> text -> chunks -> speech -> the caller's format -> the caller's events
+    model_stage     chunk_stage        tts_stage  audio_stage            caller_stage
+
+Stages run side by side and pass typed frames (``frames``) through bounded queues, so speech
+starts while the model is still writing. A barge-in or a caller that goes away is an interruption
+that travels down the chain: every stage stops its work (the model stream closes, the TTS session
+is aborted), and the answer ends once the last stage has stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import KW_ONLY, dataclass
+from typing import Any
+
+from strands import Agent
+from strands.agent.conversation_manager import SlidingWindowConversationManager
+from strands.models import Model
+
+from agent.chunker import SentenceChunker
+from agent.conversation import WINDOW_MESSAGES, Conversations, keep_what_was_said
+from agent.pipeline.audio_stage import AudioStage
+from agent.pipeline.caller_stage import CallerStage
+from agent.pipeline.chunk_stage import Chunker, ChunkStage, WholeAnswerChunker
+from agent.pipeline.frames import ErrorFrame, FrameQueue, Interrupted, ModelDone
+from agent.pipeline.model_stage import ModelStage
+from agent.pipeline.stage import Stage
+from agent.pipeline.tts_stage import TTSStage
+from agent.tts_client import Connect, TTSError, TTSSession
+from caller_protocol import VoiceRequest, events
+
+log = logging.getLogger(__name__)
+
+MAX_QUEUED_FRAMES = 256
+"""Frames buffered between two stages (a text delta, or 200 ms of audio) before the earlier stage
+waits for the later one: a slow caller slows the answer instead of growing memory."""
+STOP_TIMEOUT = 5.0
+"""Seconds the stages of an abandoned answer may take to stop before they are cancelled outright."""
+
+
+@dataclass
+class VoicePipeline:
+    """Answers requests; safe to share across concurrent requests (each answer has its own stages).
+
+    ``model_factory`` makes each conversation's model; ``tts_target`` is the TTS container's URL or
+    a ``Connect``. ``session_factory`` opens a TTS session on it, ``chunker_factory`` makes
+    incremental mode's chunker. ``pipelining=False`` sends each chunk only after the previous one's
+    audio has passed (to measure what pipelining is worth). ``max_queued_frames`` bounds each
+    queue between two stages."""
+
+    model_factory: Callable[[], Model]
+    tts_target: str | Connect
+    _: KW_ONLY
+    system_prompt: str
+    default_voice: str | None = None
+    session_factory: Callable[..., TTSSession] = TTSSession
+    chunker_factory: Callable[[], Chunker] = SentenceChunker
+    pipelining: bool = True
+    max_queued_frames: int = MAX_QUEUED_FRAMES
+
+    def __post_init__(self) -> None:
+        self.conversations = Conversations(lambda: Agent(
+            model=self.model_factory(), system_prompt=self.system_prompt, callback_handler=None,
+            conversation_manager=SlidingWindowConversationManager(window_size=WINDOW_MESSAGES)))
+
+    async def answer(self, request: VoiceRequest, session_id: str | None = None,
+                     cancel: asyncio.Event | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Yield the caller events of one answer, numbered by ``seq``, ending with ``end`` or ``error``.
+        Answers with the same ``session_id`` continue one conversation.
+
+        Barge-in: setting ``cancel`` interrupts the stages; the next event after ``cancel`` is set is
+        the answer's last (``end`` with ``cancelled`` and ``stop_ms``, the milliseconds until every
+        stage had stopped). Closing the generator (the caller went away) stops the stages the same
+        way. Either way the conversation keeps what the caller was sent of the answer, so the next
+        turn sees what was actually said."""
+        cancel = cancel or asyncio.Event()
+        async with self.conversations.turn(session_id) as (agent, turn):
+            history = len(agent.messages)
+            caller = CallerStage(request, session_id, turn)
+            completed = False
+            try:
+                async with contextlib.aclosing(self._events(request, agent, caller, cancel)) as stream:
+                    seq = 0
+                    async for event in stream:
+                        if cancel.is_set() and event["type"] not in events.TERMINAL:
+                            continue  # the caller has barged in: nothing but the answer's end reaches it
+                        completed = event["type"] == events.END and not event["metrics"]["cancelled"]
+                        yield {**event, "seq": seq}
+                        seq += 1
+            finally:
+                if not completed:
+                    keep_what_was_said(agent, history, request.prompt, caller.said)
+
+    def _stages(self, request: VoiceRequest, agent: Agent, tts: TTSSession) -> list[Stage]:
+        chunker = self.chunker_factory() if request.mode == "incremental" else WholeAnswerChunker()
+        return [ModelStage(agent, request.prompt), ChunkStage(chunker),
+                TTSStage(tts, pipelining=self.pipelining), AudioStage(request.format)]
+
+    async def _events(self, request: VoiceRequest, agent: Agent, caller: CallerStage,
+                      cancel: asyncio.Event) -> AsyncIterator[dict[str, Any]]:
+        yield caller.start()
+        tts = self.session_factory(self.tts_target, voice=request.voice or self.default_voice,
+                                    speed=request.speed)
+        try:
+            await tts.open()
+        except TTSError as exc:
+            yield caller.failed(events.TTS_FAILED, str(exc))
+            return
+        chain = _Chain(self._stages(request, agent, tts), self.max_queued_frames)
+        watcher = asyncio.create_task(_interrupt_on(cancel, chain), name="voice-pipeline-cancel")
+        ended = False
+        try:
+            while True:
+                try:
+                    frame = await chain.output.get()
+                except Interrupted:
+                    ended = True
+                    stop_ms = round((time.perf_counter() - chain.interrupted_at) * 1000, 1)
+                    log.info("answer cancelled by the caller: model stream and TTS session stopped in %.1f ms",
+                             stop_ms)
+                    yield caller.cancelled(stop_ms)
+                    return
+                event = caller.event(frame)
+                if event is not None:
+                    yield event
+                if isinstance(frame, (ModelDone, ErrorFrame)):
+                    ended = True
+                    if isinstance(frame, ModelDone):
+                        _log_answer(request, event)
+                        await tts.close()  # a complete answer: let the session end cleanly
+                    return
+        finally:
+            watcher.cancel()
+            if not ended:
+                stop_ms = await chain.stop()
+                log.info("answer abandoned by the caller: model stream and TTS session stopped in %.1f ms", stop_ms)
+            await chain.wait()
+            await tts.abort()
+
+
+class _Chain:
+    """The stages of one answer, joined by frame queues and running as tasks.
+
+    An interruption enters at the first queue. A running stage stops and passes it on; a stage that
+    has already finished (the model stage, once the model has written everything) has nothing to
+    stop, so the chain passes it on for it. A stage that failed passes nothing on: its error frame
+    is already on its way to the caller, and the interruption only stops the stages before it."""
+
+    def __init__(self, stages: list[Stage], max_queued_frames: int) -> None:
+        self.queues = [FrameQueue(max_queued_frames) for _ in range(len(stages) + 1)]
+        self.output = self.queues[-1]
+        self.interrupted_at = time.perf_counter()
+        self._finished = [False] * len(stages)
+        self.tasks = [asyncio.create_task(self._run(stage, index), name=f"voice-pipeline-{stage.name}")
+                      for index, stage in enumerate(stages)]
+
+    async def _run(self, stage: Stage, index: int) -> None:
+        if await stage.run(self.queues[index], self.queues[index + 1]):
+            self._finished[index] = True
+            self._pass_interruption_on()
+        else:
+            self.queues[0].interrupt()  # a stage failed: the stages before it stop too
+            self._pass_interruption_on()
+
+    def _pass_interruption_on(self) -> None:
+        for index, finished in enumerate(self._finished):
+            if finished and self.queues[index].interrupted.is_set():
+                self.queues[index + 1].interrupt()
+
+    def interrupt(self) -> None:
+        self.interrupted_at = time.perf_counter()
+        self.queues[0].interrupt()
+        self._pass_interruption_on()
+
+    async def stop(self) -> float:
+        """Interrupt and wait for every stage; the milliseconds it took."""
+        self.interrupt()
+        await self.wait()
+        return round((time.perf_counter() - self.interrupted_at) * 1000, 1)
+
+    async def wait(self) -> None:
+        done, running = await asyncio.wait(self.tasks, timeout=STOP_TIMEOUT)
+        for task in running:
+            log.warning("stage %s did not stop within %.0f s; cancelling it", task.get_name(), STOP_TIMEOUT)
+            task.cancel()
+        for task in self.tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+async def _interrupt_on(cancel: asyncio.Event, chain: _Chain) -> None:
+    await cancel.wait()
+    chain.interrupt()
+
+
+def _log_answer(request: VoiceRequest, end: dict[str, Any] | None) -> None:
+    if end is not None:
+        metrics = end["metrics"]
+        log.info("answer finished: %s, %s, %d sentence(s), first audio %s ms, total %s ms, %.1f s of audio",
+                 request.mode, request.format, metrics["sentences"], metrics["time_to_first_audio_ms"],
+                 metrics["total_ms"], metrics["audio_seconds"])

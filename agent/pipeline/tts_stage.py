@@ -1,0 +1,85 @@
+"""Chunks -> speech: each chunk goes to the answer's one TTS session the moment it arrives, while
+the audio of earlier chunks is still being synthesized and passed on (pipelining).
+
+Guarantees: text frames pass through; for each chunk, in order, one ``SentenceSent`` when it is
+handed to synthesis, then its audio as ``PcmFrame``s and one ``SynthesisDone``; ``ModelDone``
+comes after the last chunk's audio. A chunk with nothing to say is announced and has no audio.
+At most ``max_pending`` chunks wait for their audio to be passed on; beyond that the stage stops
+taking chunks (and so, upstream, the model's text) until the audio catches up. With
+``pipelining=False`` each chunk is sent only after the previous chunk's audio has passed, as a
+sequential implementation would; it exists to measure what pipelining is worth. On an
+interruption the session is aborted at once (no closing handshake, nothing in flight awaited).
+A TTS failure ends the answer with ``tts_failed`` (an unknown voice: ``invalid_request``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from agent.pipeline.frames import (
+    ChunkFrame,
+    ErrorFrame,
+    Frame,
+    FrameQueue,
+    ModelDone,
+    PcmFrame,
+    SentenceSent,
+    SynthesisDone,
+)
+from agent.pipeline.stage import Stage
+from agent.tts_client import SynthesisStream, TTSSession
+
+MAX_PENDING_CHUNKS = 64
+"""Chunks sent to TTS whose audio has not been passed on yet: an answer rarely has a dozen."""
+
+
+class TTSStage(Stage):
+    name = "tts"
+
+    def __init__(self, session: TTSSession, *, pipelining: bool = True,
+                 max_pending: int = MAX_PENDING_CHUNKS) -> None:
+        self._session = session
+        self._pipelining = pipelining
+        self._pending: asyncio.Queue[tuple[int, SynthesisStream | None] | Frame] = asyncio.Queue(max_pending)
+        self._passed = 0
+        self._passed_changed = asyncio.Condition()
+
+    async def process(self, inbox: FrameQueue, outbox: FrameQueue) -> None:
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._send(inbox, outbox), name="tts-send")
+                group.create_task(self._relay(outbox), name="tts-relay")
+        except* Exception as failure:
+            raise failure.exceptions[0] from None
+
+    async def stop(self) -> None:
+        await self._session.abort()
+
+    async def _send(self, inbox: FrameQueue, outbox: FrameQueue) -> None:
+        while True:
+            frame = await inbox.get()
+            if isinstance(frame, ChunkFrame):
+                if not self._pipelining:
+                    async with self._passed_changed:
+                        await self._passed_changed.wait_for(lambda index=frame.index: self._passed >= index)
+                stream = await self._session.synthesize(frame.speech) if frame.speech else None
+                await outbox.put(SentenceSent(frame))
+                await self._pending.put((frame.index, stream))
+            elif isinstance(frame, (ModelDone, ErrorFrame)):
+                await self._pending.put(frame)
+                return
+            else:
+                await outbox.put(frame)
+
+    async def _relay(self, outbox: FrameQueue) -> None:
+        while not isinstance(item := await self._pending.get(), (ModelDone, ErrorFrame)):
+            assert isinstance(item, tuple)
+            index, stream = item
+            if stream is not None:
+                async for pcm in stream:
+                    await outbox.put(PcmFrame(index, pcm, stream.sample_rate))
+                await outbox.put(SynthesisDone(index, stream.stats))
+            async with self._passed_changed:
+                self._passed += 1
+                self._passed_changed.notify_all()
+        await outbox.put(item)

@@ -1,0 +1,1 @@
+"""The deployment: the CDK app synthesized offline, the teardown against a stand-in, the images."""

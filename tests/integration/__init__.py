@@ -1,0 +1,1 @@
+"""The real servers on loopback, the real model, the real clients."""

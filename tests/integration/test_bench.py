@@ -1,0 +1,92 @@
+"""Benchmarks are not tests; this only proves each suite still runs and writes its results."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.cli import run_cli
+
+
+def run_suite(suite: str, out_dir) -> dict:
+    """``voice-agent bench SUITE --trials 1``: it succeeds, and its JSON results."""
+    completed = run_cli("bench", suite, "--trials", "1", "--out-dir", str(out_dir), timeout=600)
+    assert completed.returncode == 0, completed.stderr
+    return json.loads((out_dir / f"{suite}.json").read_text())
+
+
+def assert_plot(out_dir, suite: str) -> None:
+    """The suite drew its PNG, and its Markdown report shows it."""
+    assert (out_dir / f"{suite}.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert f"]({suite}.png)" in (out_dir / f"{suite}.md").read_text()
+
+
+def test_the_chunker_benchmark_runs_and_writes_results(tmp_path):
+    results = run_suite("chunker", tmp_path)
+    assert set(results["splitters"]) >= {"voice-agent, whole text", "naive regex (AWS sample)", "pysbd 0.3"}
+    assert all(figures["chars_per_second"] > 0 for figures in results["splitters"].values())
+    assert "| splitter |" in (tmp_path / "chunker.md").read_text()
+    assert_plot(tmp_path, "chunker")
+
+
+def test_the_tts_and_agent_benchmarks_run_once_and_write_results(tmp_path):
+    tts = run_suite("tts", tmp_path)
+    assert tts["passage_chars"] == 267 and tts["whole"]["trials"] == 1
+    assert 0 < tts["first_sentence"]["mean"] and 0 < tts["whole"]["mean"]
+    agent = run_suite("agent", tmp_path)
+    assert_plot(tmp_path, "tts")
+    assert_plot(tmp_path, "agent")
+    assert agent["first_audio_ratio"] > 0
+    assert set(agent["summary"]) == {"incremental", "incremental, no quick first chunk",
+                                     "incremental, no pipelining", "batch"}
+    assert agent["barge_in"]["agent_stop_ms"]["trials"] == 3 and agent["barge_in"]["agent_stop_ms"]["max"] >= 0
+    assert agent["barge_in"]["caller_cancel_to_end_ms"]["p50"] > 0
+
+
+def test_the_capacity_benchmark_runs_once_and_writes_results(tmp_path):
+    results = run_suite("capacity", tmp_path)
+    assert set(results["levels"]) == {"1", "2", "4"}
+    assert all(level["audio_seconds_per_second"] > 0 for level in results["levels"].values())
+    assert results["saturates_at"] in (1, 2, 4)
+    assert_plot(tmp_path, "capacity")
+
+
+def test_the_encoding_benchmark_runs_once_and_writes_results(tmp_path):
+    results = run_suite("encoding", tmp_path)
+    assert results["clips"] == 24 and set(results["formats"]) == {"pcm16", "wav", "mp3", "aac", "opus"}
+    assert results["formats"]["pcm16"]["measured_kbps"] == 384.0
+    for fmt in ("mp3", "aac", "opus"):
+        figures = results["formats"][fmt]
+        assert 0.8 * figures["label_kbps"] < figures["measured_kbps"] < 1.5 * figures["label_kbps"]
+        assert abs(figures["base64_bytes"] / figures["bytes"] - 4 / 3) < 0.002  # Base64: 4 bytes per 3
+    assert_plot(tmp_path, "encoding")
+
+
+def test_the_overhead_benchmark_runs_once_and_writes_results(tmp_path):
+    results = run_suite("overhead", tmp_path)
+    assert len(results["answers"]) == 5
+    for answer in results["answers"]:
+        # The parts add up: first audio is at least the chunk's readiness plus its inference.
+        assert answer["first_chunk_inference_ms"] > 0 and answer["first_chunk_ready_ms"] > 0
+        assert answer["pipeline_overhead_ms"] == pytest.approx(
+            answer["time_to_first_audio_ms"] - answer["first_chunk_ready_ms"] - answer["first_chunk_inference_ms"],
+            abs=0.2)
+        assert answer["pipeline_overhead_ms"] >= 0
+    assert_plot(tmp_path, "overhead")
+
+
+def test_the_reliability_benchmark_runs_once_and_writes_results(tmp_path):
+    results = run_suite("reliability", tmp_path)
+    assert [level["sessions"] for level in results["load"]] == [1, 2, 4, 8, 16]
+    assert results["load"][-1]["refused"] == 16 - results["max_sessions"]
+    assert results["fuzz_tts"]["inputs"] == 400 and results["fuzz_tts"]["valid_request_after"]
+    assert results["fuzz_agent"]["alive_after"] and results["peak_rss_mb"] > 0
+
+
+def test_the_local_model_benchmark_runs_once_and_reports_its_build(tmp_path):
+    results = run_suite("local_model", tmp_path)
+    assert results["tokens_per_second"]["trials"] == 1 and results["tokens_per_second"]["mean"] > 0
+    assert results["first_token_ms"]["p50"] > 0 and results["tokens"][0] > 1
+    assert results["features"].startswith("CPU :"), "the build's CPU features are reported"
+    assert "tokens per second" in (tmp_path / "local_model.md").read_text()

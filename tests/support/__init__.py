@@ -1,0 +1,1 @@
+"""What the tests share: helpers, stand-ins and fakes (never test modules)."""

@@ -1,0 +1,1 @@
+"""Pure and in-process tests: no server, no model; the fast tier."""

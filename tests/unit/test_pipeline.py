@@ -1,0 +1,164 @@
+"""The answer pipeline in process: the real stages, the real Strands agent loop replaying a
+recording, the real TTS session client; the TTS container is the in-memory fake at the transport
+boundary (the same behaviours run against the real container in tests/integration)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agent.chunker import SentenceChunker
+from agent.llm.replay import ReplayModel, load_recording
+from agent.pipeline import VoicePipeline
+from agent.speech_text import SpeechText
+from agent.tts_client import TTSSession
+from caller_protocol import VoiceRequest
+from tests.support.answers import EVENT_SCHEMA, expected_sentences
+from tests.support.fake_tts import FakeTTS, fake_pcm
+
+
+class FailingModel(ReplayModel):
+    """Streams the first ``after`` events of a recording, then fails as a broken stream does."""
+
+    def __init__(self, after: int) -> None:
+        super().__init__(load_recording("long"), speed=1000)
+        self.after = after
+
+    async def stream(self, *args, **kwargs):
+        count = 0
+        async for event in super().stream(*args, **kwargs):
+            if count == self.after:
+                raise ConnectionError("the model's stream broke")
+            count += 1
+            yield event
+
+
+def pipeline(fake: FakeTTS, *, recording: str = "long", speed: float = 1000, model=None, **options) -> VoicePipeline:
+    return VoicePipeline(model or (lambda: ReplayModel(load_recording(recording), speed=speed)), fake.connect,
+                         system_prompt="Be brief.", session_factory=TTSSession, **options)
+
+
+async def collect(answer) -> list[dict]:
+    return [event async for event in answer]
+
+
+def audio_of(events: list[dict]) -> dict[int, bytes]:
+    audio: dict[int, bytearray] = {}
+    for event in events:
+        if event["type"] == "audio":
+            audio.setdefault(event["index"], bytearray()).extend(event["audio"])
+    return {index: bytes(data) for index, data in audio.items()}
+
+
+def checked(events: list[dict]) -> list[dict]:
+    """Every event valid against the schema (audio as the leg would frame it), numbered from 0."""
+    from caller_protocol.events import to_json
+
+    for event in events:
+        EVENT_SCHEMA.validate(to_json(event))
+    assert [event["seq"] for event in events] == list(range(len(events)))
+    return events
+
+
+async def test_an_answer_is_every_sentence_spoken_in_order_then_its_end():
+    events = checked(await collect(pipeline(FakeTTS()).answer(VoiceRequest("Go."))))
+    assert events[0]["type"] == "start" and events[-1]["type"] == "end"
+    sentences = [event for event in events if event["type"] == "sentence"]
+    assert [event["text"] for event in sentences] == expected_sentences("long")
+    speech = SpeechText()
+    assert audio_of(events) == {event["index"]: fake_pcm(speech(event["text"])) for event in sentences}
+    indices = [event["index"] for event in events if event["type"] == "audio"]
+    assert indices == sorted(indices)
+    assert "".join(event["text"] for event in events if event["type"] == "text") == load_recording("long").text
+    metrics = events[-1]["metrics"]
+    assert metrics["sentences"] == len(sentences) and metrics["cancelled"] is False
+    assert metrics["audio_bytes"] == sum(len(data) for data in audio_of(events).values())
+
+
+async def test_batch_mode_speaks_the_whole_answer_as_one_chunk_after_the_model_ends():
+    events = checked(await collect(pipeline(FakeTTS()).answer(VoiceRequest("Go.", mode="batch"))))
+    sentences = [event for event in events if event["type"] == "sentence"]
+    assert [event["text"] for event in sentences] == [load_recording("long").text.strip()]
+    last_text = max(i for i, event in enumerate(events) if event["type"] == "text")
+    assert events.index(sentences[0]) > last_text
+
+
+@pytest.mark.parametrize("model_speed", [1000, 1], ids=["model-finished", "model-still-writing"])
+async def test_a_cancel_ends_the_answer_with_nothing_after_it_and_every_stage_stopped(model_speed):
+    """Whether or not the model has finished when the caller barges in, the next event is the end."""
+    voice = pipeline(FakeTTS(delay=0.05), speed=model_speed)
+    cancel = asyncio.Event()
+    tasks_before = len(asyncio.all_tasks())
+    before, after = [], []
+    async for event in voice.answer(VoiceRequest("Go."), "s", cancel):
+        (after if cancel.is_set() else before).append(event)
+        if event["type"] == "audio":
+            cancel.set()
+    assert [event["type"] for event in after] == ["end"]
+    assert after[0]["metrics"]["cancelled"] is True and after[0]["metrics"]["stop_ms"] >= 0
+    assert len(asyncio.all_tasks()) == tasks_before, "a stage outlived the answer"
+    async with voice.conversations.turn("s") as (agent, _):
+        said = agent.messages[-1]["content"][0]["text"]
+    heard = [event["index"] for event in before if event["type"] == "audio"]
+    assert said == " ".join(event["text"] for event in before if event["type"] == "sentence"
+                            and event["index"] <= max(heard))
+
+
+async def test_a_caller_that_goes_away_stops_every_stage_and_leaves_no_trace_of_an_unheard_turn():
+    voice = pipeline(FakeTTS(delay=0.5), speed=1)
+    tasks_before = len(asyncio.all_tasks())
+    answer = voice.answer(VoiceRequest("Go."), "gone")
+    async for event in answer:
+        if event["type"] == "text":
+            break
+    await answer.aclose()
+    assert len(asyncio.all_tasks()) == tasks_before
+    async with voice.conversations.turn("gone") as (agent, turn):
+        assert agent.messages == [] and turn == 2
+
+
+async def test_an_unknown_voice_is_an_invalid_request_before_any_audio():
+    events = checked(await collect(pipeline(FakeTTS()).answer(VoiceRequest("Go.", voice="nobody"))))
+    assert events[-1]["type"] == "error" and events[-1]["code"] == "invalid_request"
+    assert "audio" not in [event["type"] for event in events]
+
+
+async def test_a_model_that_fails_mid_answer_ends_it_with_model_failed_and_keeps_what_was_heard():
+    voice = pipeline(FakeTTS(), model=lambda: FailingModel(after=60))
+    events = checked(await collect(voice.answer(VoiceRequest("Go."), "broken")))
+    assert events[-1]["type"] == "error" and events[-1]["code"] == "model_failed"
+    assert "the model's stream broke" in events[-1]["message"]
+    async with voice.conversations.turn("broken") as (agent, _):
+        heard = {event["index"] for event in events if event["type"] == "audio"}
+        said = " ".join(event["text"] for event in events if event["type"] == "sentence" and event["index"] in heard)
+        assert said, "some of the answer was heard before the model failed"
+        assert [m["content"][0]["text"] for m in agent.messages] == ["Go.", said]
+
+
+async def test_a_lost_tts_connection_resumes_with_every_byte_once():
+    fake = FakeTTS(break_after=5)
+    events = checked(await collect(pipeline(fake).answer(VoiceRequest("Go."))))
+    assert events[-1]["type"] == "end" and len(fake.sessions) == 2, "the session was reopened once"
+    speech = SpeechText()
+    sentences = [event for event in events if event["type"] == "sentence"]
+    assert audio_of(events) == {event["index"]: fake_pcm(speech(event["text"])) for event in sentences}
+
+
+async def test_without_pipelining_each_sentence_is_sent_after_the_previous_ones_audio():
+    events = await collect(pipeline(FakeTTS(), pipelining=False).answer(VoiceRequest("Go.")))
+    last_audio: dict[int, int] = {}
+    for position, event in enumerate(events):
+        if event["type"] == "audio":
+            last_audio[event["index"]] = position
+        if event["type"] == "sentence" and event["index"] > 0:
+            assert last_audio[event["index"] - 1] < position
+
+
+async def test_the_quick_first_chunk_setting_reaches_the_chunker():
+    quick = await collect(pipeline(FakeTTS(), recording="clauses").answer(VoiceRequest("Go.")))
+    whole = await collect(pipeline(FakeTTS(), recording="clauses",
+                                   chunker_factory=lambda: SentenceChunker(quick_first_chunk=False))
+                          .answer(VoiceRequest("Go.")))
+    first = [next(e["text"] for e in events if e["type"] == "sentence") for events in (quick, whole)]
+    assert len(first[0]) < len(first[1])

@@ -1,0 +1,49 @@
+"""The TTS server's settings, from the environment (SageMaker starts the container as plain
+``serve``, so the environment is how a deployment configures it) or from ``serve-tts`` options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from settings_table import above, at_least, from_env, setting
+
+DEFAULT_VOICE = "jf_alpha"
+"""The offline default voice (one of the packaged voices)."""
+
+MAX_FRAME_BYTES = 1024 * 1024
+"""Largest WebSocket frame the server reads (the uvicorn ``ws_max_size``). A frame above it closes
+the connection with code 1009 before it is buffered; a frame between ``MAX_MESSAGE_BYTES`` and this
+gets a ``message_too_large`` error and the session goes on."""
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    voices_path: Path | None = setting(
+        "VOICE_AGENT_VOICES", None, "a Kokoro voices file (`.npz`, e.g. `voices-v1.0.bin`); unset: the packaged "
+        "voices", Path)
+    default_voice: str = setting("VOICE_AGENT_DEFAULT_VOICE", DEFAULT_VOICE, "the voice of a request that names none")
+    threads: int | None = setting("VOICE_AGENT_THREADS", None, "ONNX Runtime intra-op threads; unset: every core",
+                                  at_least(1))
+    max_sessions: int = setting(
+        "VOICE_AGENT_MAX_SESSIONS", 16,
+        "sessions served at once. Inference is serialised, so each session beyond the few a machine can keep "
+        "real-time only adds waiting (4 sessions reach RTF ~1 on 2 cores); a session over the limit gets an "
+        "`overloaded` error and close code 1013 instead of queueing without bound", at_least(1))
+    idle_timeout: float = setting(
+        "VOICE_AGENT_IDLE_TIMEOUT", 300.0,
+        "seconds a session may go without a client message while nothing is pending; then it is closed (code "
+        "1000, reason \"idle timeout\") so abandoned sessions do not hold resources", above(0))
+    max_queued_requests: int = 64
+    """Synthesize requests one session may have waiting. A sentence-chunked answer rarely has more
+    than a few dozen; beyond this the request gets a ``queue_full`` error instead of growing memory."""
+    frame_samples: int = 4_800
+    """Samples per binary audio frame (200 ms, 9.6 KB). Smaller frames let ``cancel`` cut audio
+    sooner; larger ones cost fewer messages."""
+    max_buffered_frames: int = 256
+    """Frames (and messages) synthesized ahead of what the client has taken: ~51 s of audio and
+    2.5 MB per session at most. When the client reads slower, synthesis for it waits."""
+
+    @classmethod
+    def from_env(cls) -> ServerSettings:
+        return from_env(cls)

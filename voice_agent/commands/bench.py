@@ -1,0 +1,33 @@
+"""``voice-agent bench SUITE``: run a benchmark suite; write JSON, Markdown and a plot."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+BENCH_SUITES = ("chunker", "tts", "agent", "encoding", "capacity", "overhead", "reliability", "local_model")
+
+
+def _bench(args: argparse.Namespace) -> int:
+    import importlib
+
+    for name in BENCH_SUITES if args.suite == "all" else [args.suite]:
+        print(f"== {name}", flush=True)
+        suite = importlib.import_module(f"voice_agent.bench.{name}")
+        options = {"trials": args.trials} if args.trials else {}
+        suite.main(Path(args.out_dir), **options)
+    return 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    bench = commands.add_parser("bench", help="run a benchmark suite; write JSON and Markdown results")
+    bench.add_argument("suite", choices=(*BENCH_SUITES, "all"),
+                       help="chunker: splitting vs peers; tts: whole passage vs first sentence; "
+                            "agent: batch vs incremental through the real servers, and barge-in; encoding: "
+                            "the caller's formats' bit rates and Base64 growth over 24 clips; capacity: "
+                            "concurrent sessions against one TTS server; overhead: first audio minus (first "
+                            "chunk ready + its inference); reliability: load to 16 sessions and fuzzing; "
+                            "local_model: the offline model's tokens per second and its build's CPU features")
+    bench.add_argument("--out-dir", default="results", help="where results go (default: results)")
+    bench.add_argument("--trials", type=int, help="trials per measurement (default: each suite's own)")
+    bench.set_defaults(handler=_bench)
