@@ -77,9 +77,17 @@ def test_the_overhead_benchmark_runs_once_and_writes_results(tmp_path):
 
 
 def test_the_reliability_benchmark_runs_once_and_writes_results(tmp_path):
+    """The suite's load levels are also the reliability tier's load test: every accepted session is
+    answered in order with complete audio, the rest refused as overloaded, memory bounded, and a
+    session opened after the heaviest level (the fuzzer's) is served."""
     results = run_suite("reliability", tmp_path)
     assert [level["sessions"] for level in results["load"]] == [1, 2, 4, 8, 16]
-    assert results["load"][-1]["refused"] == 16 - results["max_sessions"]
+    for level in results["load"]:
+        assert level["accepted"] == min(level["sessions"], results["max_sessions"])
+        assert level["refused"] == level["sessions"] - level["accepted"]
+        assert level["refusal_codes"] == (["overloaded"] if level["refused"] else [])
+        assert level["all_in_order"] and level["all_complete"]
+    assert results["peak_rss_mb"] < 2_500, "memory stays bounded under load"
     assert results["fuzz_tts"]["inputs"] == 400 and results["fuzz_tts"]["valid_request_after"]
     assert results["fuzz_agent"]["alive_after"] and results["peak_rss_mb"] > 0
 
