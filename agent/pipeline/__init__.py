@@ -137,11 +137,12 @@ class VoicePipeline:
                     return
         finally:
             watcher.cancel()
-            if not ended:
-                stop_ms = await chain.stop()
-                log.info("answer abandoned by the caller: model stream and TTS session stopped in %.1f ms", stop_ms)
-            await chain.wait()
-            await tts.abort()
+            # Shielded: the caller's task may be cancelled again while the answer is being stopped
+            # (a WebSocket that closed mid-send); the stages and the session are stopped regardless.
+            finishing = asyncio.ensure_future(_finish(chain, tts, abandoned=not ended))
+            _FINISHING.add(finishing)  # the loop keeps only a weak reference to a task
+            finishing.add_done_callback(_FINISHING.discard)
+            await asyncio.shield(finishing)
 
 
 class _Chain:
@@ -192,6 +193,18 @@ class _Chain:
         for task in self.tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+_FINISHING: set[asyncio.Future[None]] = set()
+
+
+async def _finish(chain: _Chain, tts: TTSSession, *, abandoned: bool) -> None:
+    """Stop what is still running of an answer, and release its TTS session."""
+    if abandoned:
+        stop_ms = await chain.stop()
+        log.info("answer abandoned by the caller: model stream and TTS session stopped in %.1f ms", stop_ms)
+    await chain.wait()
+    await tts.abort()
 
 
 async def _interrupt_on(cancel: asyncio.Event, chain: _Chain) -> None:

@@ -162,3 +162,30 @@ async def test_the_quick_first_chunk_setting_reaches_the_chunker():
                           .answer(VoiceRequest("Go.")))
     first = [next(e["text"] for e in events if e["type"] == "sentence") for events in (quick, whole)]
     assert len(first[0]) < len(first[1])
+
+
+async def test_an_answer_cancelled_again_while_it_stops_still_stops_every_stage(caplog):
+    """A caller whose task is cancelled twice (its socket closed mid-send, then the connection
+    handler cancels it) still has its answer stopped at once: no stage or session left running."""
+    voice = pipeline(FakeTTS(delay=0.5), speed=0.2)
+    tasks_before = len(asyncio.all_tasks())
+    heard = asyncio.Event()
+
+    async def consume() -> None:
+        async for event in voice.answer(VoiceRequest("Go.")):
+            if event["type"] == "audio":
+                heard.set()
+
+    consumer = asyncio.create_task(consume())
+    await heard.wait()
+    consumer.cancel()
+    await asyncio.sleep(0)
+    consumer.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await consumer
+    for _ in range(20):  # one second: far less than the rest of the answer would take
+        if len(asyncio.all_tasks()) == tasks_before:
+            break
+        await asyncio.sleep(0.05)
+    assert len(asyncio.all_tasks()) == tasks_before, "a stage or the session outlived the answer"
+    assert "answer abandoned by the caller" in caplog.text
