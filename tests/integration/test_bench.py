@@ -24,8 +24,16 @@ def assert_plot(out_dir, suite: str) -> None:
 
 def test_the_chunker_benchmark_runs_and_writes_results(tmp_path):
     results = run_suite("chunker", tmp_path)
-    assert set(results["splitters"]) >= {"voice-agent, whole text", "naive regex (AWS sample)", "pysbd 0.3"}
-    assert all(figures["chars_per_second"] > 0 for figures in results["splitters"].values())
+    assert set(results["chars_per_second"]) >= {"voice-agent, whole text", "naive regex (AWS sample)", "pysbd 0.3"}
+    assert all(speed > 0 for speed in results["chars_per_second"].values())
+    assert {"own", "brown-held", "sbd"} <= set(results["sources"])
+    assert not results["sources"]["brown-held"]["developed_against"]
+    others = results["others"]
+    assert others["cases"] == sum(figures["cases"] for name, figures in results["sources"].items() if name != "own")
+    mine = others["splitters"]["voice-agent, 1-char deltas"]
+    assert mine == others["splitters"]["voice-agent, whole text"], "delta independence on every case"
+    assert mine["correct"] + mine["wrong_split_cases"] >= others["cases"] - mine["missed_split_cases"]
+    assert 0 < results["lookahead"]["max_chars"] and set(results["first_chunk"]) >= {"clauses", "long"}
     assert "| splitter |" in (tmp_path / "chunker.md").read_text()
     assert_plot(tmp_path, "chunker")
 

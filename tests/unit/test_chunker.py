@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.chunker import SentenceChunker
-from voice_agent.bench.chunker import boundaries_only
-from voice_agent.bench.chunker_corpus import CASES
+from voice_agent.bench.chunker import boundaries_only, ours, score
+from voice_agent.bench.chunker_corpus import CASES, SOURCES, load
 
 
 def chunk(text: str, pieces: list[str] | None = None, chunker: SentenceChunker | None = None) -> list[str]:
@@ -21,17 +21,91 @@ def chunk(text: str, pieces: list[str] | None = None, chunker: SentenceChunker |
 
 
 def test_the_corpus_covers_every_required_boundary_category():
-    categories = {category for category, _, _ in CASES}
+    categories = {case.category for case in CASES}
     assert len(CASES) >= 150
     assert {"titles", "initialisms", "companies", "months", "weekdays", "latin", "decimals", "versions",
             "addresses", "currency", "thousands", "times", "urls", "email", "files", "paths", "ellipsis",
             "clusters", "quotes", "brackets", "unclosed", "lists", "headings", "paragraphs", "cjk"} <= categories
 
 
-@pytest.mark.parametrize(("category", "text", "expected"), CASES, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(CASES)])
-def test_corpus_case_whole_and_streamed(category, text, expected):
+@pytest.mark.parametrize(("text", "expected"), [(case.text, case.chunks) for case in CASES],
+                         ids=[f"{case.category}-{index}" for index, case in enumerate(CASES)])
+def test_corpus_case_whole_and_streamed(text, expected):
     assert chunk(text) == expected
     assert chunk(text, list(text)) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a reference abbreviation before a label is never an end; before a sentence opener it is
+    ("See p. 55 for the table. Then turn to Art. IV of it.",
+     ["See p. 55 for the table.", "Then turn to Art. IV of it."]),
+    ("It is in Sec. 3(b) and Exh. B, not No. A13.", ["It is in Sec. 3(b) and Exh. B, not No. A13."]),
+    ("I said no. Then he left.", ["I said no.", "Then he left."]),
+    # titles and citation abbreviations taken from others' lists
+    ("Call Supt. Jones and Pfc. Brown now.", ["Call Supt. Jones and Pfc. Brown now."]),
+    ("See 123 F. Supp. 2d 456 (S.D.N.Y. 2000). It held.", ["See 123 F. Supp. 2d 456 (S.D.N.Y. 2000).", "It held."]),
+    ("The case is Nath v. Lightspeed Commerce.", ["The case is Nath v. Lightspeed Commerce."]),
+    # an initial ends a sentence only before an opening word; "I" the pronoun too
+    ("The grade was an A. Then he left.", ["The grade was an A.", "Then he left."]),
+    ("You and I. Did you know?", ["You and I.", "Did you know?"]),
+    ("J. R. R. Tolkien and A. B. Smith wrote.", ["J. R. R. Tolkien and A. B. Smith wrote."]),
+    # a time at the start of a sentence is followed by its subject; at the end, by the next sentence
+    ("At 7 p.m. I have a call.", ["At 7 p.m. I have a call."]),
+    ("He left the bank at 6 P.M. Mr. Smith then went home.",
+     ["He left the bank at 6 P.M.", "Mr. Smith then went home."]),
+    # names that end in "!"
+    ("Yahoo! Sports reported it. I watch E! News.", ["Yahoo! Sports reported it.", "I watch E! News."]),
+    # inline lists: the boundary is before the next marker
+    ("1.) Buy milk 2.) Buy eggs", ["1.) Buy milk", "2.) Buy eggs"]),
+    ("a. first item b. second item c. third", ["a. first item", "b. second item", "c. third"]),
+    ("i. one thing ii. another thing", ["i. one thing", "ii. another thing"]),
+    # a parenthetical of several long sentences is split; a short one or one inside a sentence is not
+    ("(This is a long aside in brackets. Followed by another one.)",
+     ["(This is a long aside in brackets.", "Followed by another one.)"]),
+    ("(Oh. Again!) Fine.", ["(Oh. Again!)", "Fine."]),
+    # single quotes open a sentence
+    ("This is one. 'This is another.'", ["This is one.", "'This is another.'"]),
+    # a title after a hyphen; street words after a name end a sentence before an opening word
+    ("He ran with ex-Gov. Knight second.", ["He ran with ex-Gov. Knight second."]),
+    ("It opens at 828 Davis St. It runs all month.", ["It opens at 828 Davis St.", "It runs all month."]),
+    ("We met Dr. Smith there.", ["We met Dr. Smith there."]),
+    # a state after "City," ends a sentence before a capital; before a bracket it does not
+    ("She works in Seattle, Wash. Branch offices are elsewhere.",
+     ["She works in Seattle, Wash.", "Branch offices are elsewhere."]),
+    ("Born in Boston, Mass. (in 1961), he stayed.", ["Born in Boston, Mass. (in 1961), he stayed."]),
+    # weekdays and months count only when capitalised; number words open sentences
+    ("They sat. Directly ahead was the sea.", ["They sat.", "Directly ahead was the sea."]),
+    ("It weighs 40 lbs. Sixty would be too much.", ["It weighs 40 lbs.", "Sixty would be too much."]),
+    ("The fair runs Sept. 29-Oct. 8 this year.", ["The fair runs Sept. 29-Oct. 8 this year."]),
+    # a reference before a label; "I" is a label only after a capitalised reference
+    ("By eqn. (1) we get it.", ["By eqn. (1) we get it."]),
+    ("He was a lucky chap. I did not mind.", ["He was a lucky chap.", "I did not mind."]),
+    ("See Chap. I for the details.", ["See Chap. I for the details."]),
+    # a time that opens its clause is followed by its subject, also after "and"
+    ("I came at 7 a.m. and by 9 a.m. I had eaten.", ["I came at 7 a.m. and by 9 a.m. I had eaten."]),
+    ("They left at 6 a.m. It was dark.", ["They left at 6 a.m.", "It was dark."]),
+    # a contraction opens a sentence when its first part does
+    ("It was paid by Acme & Sons, Inc. They'd paid before.",
+     ["It was paid by Acme & Sons, Inc.", "They'd paid before."]),
+])
+def test_boundary_rules(text, expected):
+    assert chunk(text) == expected
+    assert chunk(text, list(text)) == expected
+
+
+@pytest.mark.parametrize("name", [source.name for source in SOURCES])
+def test_every_corpus_case_is_split_the_same_whole_and_streamed_and_loses_nothing(name):
+    for case in load(name):
+        whole, streamed = chunk(case.text), chunk(case.text, list(case.text))
+        assert whole == streamed, case.text
+        assert "".join("".join(c.split()) for c in whole) == "".join(case.text.split())
+
+
+def test_the_chunker_agrees_with_the_corpora_of_others_at_least_as_well_as_it_was_measured():
+    # Regression floors at the figures of docs/speech.md: a change that loses cases shows here.
+    floors = {"syntok": 0.94, "segtok": 0.76, "sbd": 0.81, "brown-dev": 0.995, "brown-held": 0.99}
+    for name, floor in floors.items():
+        assert score(load(name), ours)["agreement"] >= floor, name
 
 
 # Latency controls --------------------------------------------------------------------------------
@@ -98,7 +172,8 @@ def test_an_over_long_sentence_without_clause_marks_is_cut_at_a_space():
 
 FRAGMENTS = ["Dr.", "U.S.", "e.g.", "3.14", "Inc.", "It", "the", "He", "said", '"', "“", "”", "(", ")", "...",
              "?!", ".", "!", "?", ",", ";", " ", " ", " ", "\n", "\n\n", "1.", "- ", "## ", "a.m.", "www.x.com",
-             "。", "日本", "Yes", "no", "J.", "$42.50", "10.0.0.1", "etc.", "Acme", "word", "—"]
+             "。", "日本", "Yes", "no", "J.", "$42.50", "10.0.0.1", "etc.", "Acme", "word", "—",
+             "p.", "Art.", "IV", "A13", "2.)", "b.", "ii.", "I", "Yahoo!", "p.m.", "Mr", "Supp.", "'", "[", "]", "§"]
 
 texts = st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=60).map("".join)
 configs = st.builds(SentenceChunker, min_chars=st.integers(0, 20), quick_first_chunk=st.booleans(),

@@ -1,34 +1,42 @@
-"""Sentence splitting, side by side: this project's chunker and peers' rules on one corpus.
+"""Sentence splitting, side by side: this project's chunker and peers' rules, on each corpus apart.
 
-For each splitter: how many corpus cases it splits exactly as expected (per category too), and
-its throughput in characters per second. Peers:
+For each corpus source (``chunker_corpus.SOURCES``: the project's own, and others' published test
+suites) and each splitter: how many cases it splits exactly as expected, and how many cases have a
+**wrong split** (a boundary where the source has none: a prosody reset in the middle of a phrase)
+or a **missed split** (no boundary where the source has one: first audio waits for the next one).
+Then, for this chunker: its throughput, its lookahead (how many characters past a chunk's end it
+must see before it emits the chunk, fed one character at a time), and the time to its first chunk
+on the packaged model recordings with the default latency controls. Peers:
 
 - ``naive-regex``: ``re.split(r"(?<=[.!?])\\s+", text)``, the rule the AWS streaming-TTS sample uses;
 - ``pysbd``: rule-based sentence boundary disambiguation (whole texts only);
-- ``stream2sentence``: the streaming splitter of RealtimeTTS, rule-based tokenizer, fed one
-  character at a time.
+- ``stream2sentence``: the streaming splitter of RealtimeTTS, fed one character at a time.
 """
 
 from __future__ import annotations
 
+import json
 import platform
 import re
+import statistics
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from agent.chunker import SentenceChunker
+from agent.recordings import RECORDINGS, packaged_recordings
 from voice_agent.bench import plots, write_results
-from voice_agent.bench.chunker_corpus import CASES
+from voice_agent.bench.chunker_corpus import CASES, SOURCES, Case, load
 
 Splitter = Callable[[str], list[str]]
+UNLIMITED = 1_000_000  # longer than any corpus text: no sentence is cut for length
 
 
 def boundaries_only() -> SentenceChunker:
-    """The chunker with its latency controls off: sentence boundaries alone, as the corpus states them."""
-    return SentenceChunker(min_chars=0, quick_first_chunk=False)
+    """The chunker with its latency controls off (no merging of short chunks, no quick first chunk,
+    no cut of a long sentence): sentence boundaries alone, as the corpora state them."""
+    return SentenceChunker(min_chars=0, quick_first_chunk=False, max_chars=UNLIMITED)
 
 
 def ours(text: str) -> list[str]:
@@ -77,39 +85,129 @@ def _normalise(chunks: list[str]) -> list[str]:
     return [" ".join(chunk.split()) for chunk in chunks]
 
 
-def _timed(split: Splitter) -> float:
-    started = time.perf_counter()
-    for _, text, _ in CASES:
-        split(text)
-    return time.perf_counter() - started
+def _boundaries(chunks: list[str]) -> set[int]:
+    """Where, in the chunks joined by single spaces, each chunk but the last ends."""
+    ends, position = set(), 0
+    for chunk in chunks[:-1]:
+        position += len(chunk) + 1
+        ends.add(position)
+    return ends
+
+
+def judge(case: Case, got: list[str]) -> tuple[bool, bool, bool]:
+    """(as expected, has a wrong split, has a missed split) for a splitter's output on a case."""
+    got = _normalise(got)
+    if case.chunks is None or " ".join(got) != " ".join(_normalise(case.chunks)):
+        # Only the count is known (or the splitter changed the text): judge by the count.
+        return len(got) == case.count, len(got) > case.count, len(got) < case.count
+    expected, found = _boundaries(_normalise(case.chunks)), _boundaries(got)
+    return expected == found, bool(found - expected), bool(expected - found)
+
+
+def score(cases: list[Case], split: Splitter) -> dict[str, Any]:
+    verdicts = [judge(case, split(case.text)) for case in cases]
+    correct = sum(right for right, _, _ in verdicts)
+    return {"correct": correct, "agreement": round(correct / len(cases), 4),
+            "wrong_split_cases": sum(wrong for _, wrong, _ in verdicts),
+            "missed_split_cases": sum(missed for _, _, missed in verdicts)}
+
+
+def lookahead(cases: list[Case]) -> list[int]:
+    """For every chunk the chunker emits, fed one character at a time: how many characters past the
+    chunk's last one it had to see before emitting it."""
+    found: list[int] = []
+    for case in cases:
+        chunker, cursor = boundaries_only(), 0
+        for index, char in enumerate(case.text):
+            for chunk in chunker.feed(char):
+                end = case.text.index(chunk, cursor) + len(chunk)
+                found.append(index + 1 - end)
+                cursor = end
+    return found
+
+
+def _deltas(name: str) -> list[tuple[float, str]]:
+    lines = (RECORDINGS / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
+    events = [json.loads(line) for line in lines if line.strip()][1:]
+    return [(event["t"], event["event"]["contentBlockDelta"]["delta"]["text"]) for event in events
+            if "contentBlockDelta" in event["event"]]
+
+
+def first_chunks() -> dict[str, Any]:
+    """Per packaged recording, with the default latency controls: when the first chunk is complete
+    (seconds after the first text delta) and what it is; and the stream's rate in characters per second."""
+    found: dict[str, Any] = {}
+    for name in packaged_recordings():
+        deltas, chunker = _deltas(name), SentenceChunker()
+        first = next(((t, chunks[0]) for t, text in deltas if (chunks := chunker.feed(text))), None)
+        span = deltas[-1][0] - deltas[0][0]
+        found[name] = {"chars_per_second": round(sum(len(text) for _, text in deltas) / span) if span else None,
+                       "first_chunk_s": round(first[0] - deltas[0][0], 3) if first else None,
+                       "first_chunk": first[1] if first else (chunker.flush() or [""])[0]}
+    return found
+
+
+def _throughput(split: Splitter, cases: list[Case], trials: int) -> int:
+    characters = sum(len(case.text) for case in cases)
+    fastest = float("inf")
+    for _ in range(trials):
+        started = time.perf_counter()
+        for case in cases:
+            split(case.text)
+        fastest = min(fastest, time.perf_counter() - started)
+    return round(characters / fastest)
 
 
 def run(trials: int = 3) -> dict[str, Any]:
-    results: dict[str, Any] = {"cases": len(CASES), "machine": platform.platform(), "trials": trials,
-                               "splitters": {}}
-    characters = sum(len(text) for _, text, _ in CASES)
-    for name, split in splitters().items():
-        by_category: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        for category, text, expected in CASES:
-            by_category[category][0] += _normalise(split(text)) == _normalise(expected)
-            by_category[category][1] += 1
-        correct = sum(good for good, _ in by_category.values())
-        fastest = min(_timed(split) for _ in range(trials))
-        results["splitters"][name] = {
-            "correct": correct,
-            "agreement": round(correct / len(CASES), 4),
-            "chars_per_second": round(characters / fastest),
-            "by_category": {category: f"{good}/{total}" for category, (good, total) in sorted(by_category.items())},
-        }
+    corpora = {source.name: load(source.name) for source in SOURCES}
+    every = [case for cases in corpora.values() for case in cases]
+    chosen = splitters()
+    results: dict[str, Any] = {"machine": platform.platform(), "trials": trials, "sources": {}}
+    for source in SOURCES:
+        results["sources"][source.name] = {
+            "origin": source.origin, "developed_against": source.developed_against,
+            "cases": len(corpora[source.name]),
+            "splitters": {name: score(corpora[source.name], split) for name, split in chosen.items()}}
+    others = [case for source in SOURCES if source.name != "own" for case in corpora[source.name]]
+    results["others"] = {"cases": len(others),
+                         "splitters": {name: score(others, split) for name, split in chosen.items()}}
+    results["chars_per_second"] = {name: _throughput(split, CASES, trials) for name, split in chosen.items()}
+    found = sorted(lookahead(every))
+    recordings = first_chunks()
+    rate = statistics.median(figures["chars_per_second"] for figures in recordings.values())
+    results["lookahead"] = {"chunks": len(found), "p50_chars": found[len(found) // 2],
+                            "p95_chars": found[int(0.95 * (len(found) - 1))], "max_chars": found[-1],
+                            "stream_chars_per_second": rate,
+                            "max_ms": round(1000 * found[-1] / rate)}
+    results["first_chunk"] = recordings
     return results
 
 
 def markdown(results: dict[str, Any]) -> str:
-    lines = [f"{results['cases']} cases; fastest of {results['trials']} trials; {results['machine']}.", "",
-             "| splitter | cases split as expected | characters/second |", "|---|---|---|"]
-    for name, figures in results["splitters"].items():
-        lines.append(f"| {name} | {figures['correct']}/{results['cases']} ({figures['agreement']:.1%}) | "
-                     f"{figures['chars_per_second']:,} |")
+    names = list(results["chars_per_second"])
+    lines = [f"Fastest of {results['trials']} trials; {results['machine']}. Per source: cases split as "
+             "expected; **wrong**: cases with a boundary where the source has none (a prosody reset in the "
+             "middle of a phrase); **missed**: cases without a boundary the source has (first audio waits "
+             "for the next one).", "",
+             "| splitter | " + " | ".join(
+                 f"{name} ({figures['cases']}{'' if figures['developed_against'] else ', measured only'})"
+                 for name, figures in results["sources"].items())
+             + f" | all written by others ({results['others']['cases']}) | characters/second |",
+             "|---|" + "---|" * (len(results["sources"]) + 2)]
+    for name in names:
+        cells = []
+        for figures in [*results["sources"].values(), results["others"]]:
+            mine = figures["splitters"][name]
+            cells.append(f"{mine['agreement']:.1%} ({mine['wrong_split_cases']} wrong, "
+                         f"{mine['missed_split_cases']} missed)")
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {results['chars_per_second'][name]:,} |")
+    ahead = results["lookahead"]
+    lines += ["", f"Lookahead over {ahead['chunks']} chunks fed one character at a time: p50 {ahead['p50_chars']}, "
+              f"p95 {ahead['p95_chars']}, max {ahead['max_chars']} characters past the chunk's end "
+              f"(max {ahead['max_ms']} ms at the recordings' median {ahead['stream_chars_per_second']} characters/s).",
+              "", "| recording | first chunk complete after | first chunk |", "|---|---|---|"]
+    for name, figures in results["first_chunk"].items():
+        lines.append(f"| {name} | {figures['first_chunk_s']} s | {figures['first_chunk']} |")
     return "\n".join(lines)
 
 

@@ -31,16 +31,22 @@ def _label_bars(axes: Any, bars: Any, unit: str, decimals: int = 0) -> None:
 
 
 def chunker(results: dict[str, Any], path: Path) -> Path:
-    figure, axes = _figure(height=0.5 + 0.45 * len(results["splitters"]))
-    names = list(results["splitters"])
-    values = [100 * results["splitters"][name]["agreement"] for name in names]
-    bars = axes.barh(names, values, color=[MEASURED_COLOUR if name.startswith("voice-agent") else REFERENCE_COLOUR
-                                           for name in names])
-    axes.bar_label(bars, labels=[f"{value:.1f}%" for value in values], padding=3, fontsize=8)
+    sources = list(results["sources"])
+    names = list(results["chars_per_second"])
+    figure, axes = _figure(width=8.0, height=0.8 + 0.35 * len(names) * len(sources))
+    height = 0.8 / len(sources)
+    for offset, source in enumerate(sources):
+        figures = results["sources"][source]
+        values = [100 * figures["splitters"][name]["agreement"] for name in names]
+        label = f"{source} ({figures['cases']} cases{'' if figures['developed_against'] else ', measured only'})"
+        bars = axes.barh([index + offset * height for index in range(len(names))], values, height=height, label=label)
+        axes.bar_label(bars, labels=[f"{value:.1f}%" for value in values], padding=3, fontsize=7)
+    axes.set_yticks([index + height * (len(sources) - 1) / 2 for index in range(len(names))], names)
     axes.invert_yaxis()
-    axes.set_xlim(0, 115)
-    axes.set_xlabel(f"cases split as expected, of {results['cases']}")
-    axes.set_title("Sentence chunking: this project's chunker and peers' splitters", fontsize=10)
+    axes.set_xlim(0, 118)
+    axes.set_xlabel("cases split as expected (%)")
+    axes.legend(fontsize=7, loc="lower right")
+    axes.set_title("Sentence chunking per corpus source: this project's chunker and peers' splitters", fontsize=10)
     return _save(figure, path)
 
 
