@@ -84,7 +84,13 @@ def markdown(results: dict[str, Any], recording: str) -> str:
         f"{results['barge_in']['caller_cancel_to_end_ms']['max']} ms max (caller side; target 100 ms)."])
 
 
-def main(out_dir: Path, trials: int = 3, recording: str = "clauses") -> dict[str, Any]:
+QUICK_RECORDING = "short"
+"""With ``quick``: the shortest packaged answer instead of ``clauses``."""
+
+
+def main(out_dir: Path, trials: int = 3, recording: str = "clauses", quick: bool = False) -> dict[str, Any]:
+    if quick:
+        trials, recording = 1, QUICK_RECORDING
     with contextlib.ExitStack() as stack:
         tts = stack.enter_context(servers.running(servers.start_tts_server(progress=print)))
         urls = {}

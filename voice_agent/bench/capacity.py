@@ -72,10 +72,14 @@ def markdown(results: dict[str, Any]) -> str:
                       f"Throughput reaches 90% of its best at {results['saturates_at']} concurrent session(s)."])
 
 
-def main(out_dir: Path, trials: int = 2, tts_url: str | None = None) -> dict[str, Any]:
+QUICK_LEVELS = (1, 2)
+"""With ``quick``: the concurrency levels measured."""
+
+
+def main(out_dir: Path, trials: int = 2, tts_url: str | None = None, quick: bool = False) -> dict[str, Any]:
     with contextlib.ExitStack() as stack:
         if tts_url is None:
             tts_url = stack.enter_context(servers.running(servers.start_tts_server(progress=print))).ws_url
-        results = asyncio.run(measure(tts_url, trials))
+        results = asyncio.run(measure(tts_url, 1 if quick else trials, QUICK_LEVELS if quick else LEVELS))
     write_results(out_dir, "capacity", results, markdown(results), plots.capacity)
     return results

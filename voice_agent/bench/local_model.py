@@ -70,7 +70,7 @@ def markdown(results: dict[str, Any]) -> str:
         f"| {results['worker_start_ms']} ms | {first['p50']} ms | {speed['mean']} / {speed['p50']} |"])
 
 
-def main(out_dir: Path, trials: int = 3) -> dict[str, Any]:
-    results = asyncio.run(measure(trials))
+def main(out_dir: Path, trials: int = 3, quick: bool = False) -> dict[str, Any]:
+    results = asyncio.run(measure(1 if quick else trials))
     write_results(out_dir, "local_model", results, markdown(results))
     return results

@@ -55,11 +55,15 @@ def markdown(results: dict[str, Any]) -> str:
         f"(first-chunk inference itself: p50 {inference['p50']} ms).", "", *rows])
 
 
-def main(out_dir: Path, trials: int = 3) -> dict[str, Any]:
+QUICK_RECORDINGS = ("short", "unfinished")
+"""With ``quick``: the two shortest packaged answers."""
+
+
+def main(out_dir: Path, trials: int = 3, quick: bool = False) -> dict[str, Any]:
     with contextlib.ExitStack() as stack:
         tts = stack.enter_context(servers.running(servers.start_tts_server(progress=print)))
         urls = {name: stack.enter_context(servers.running(servers.start_agent_server(tts.ws_url, replay=name))).http_url
-                for name in RECORDINGS}
-        results = asyncio.run(measure(urls, trials))
+                for name in (QUICK_RECORDINGS if quick else RECORDINGS)}
+        results = asyncio.run(measure(urls, 1 if quick else trials))
     write_results(out_dir, "overhead", results, markdown(results), plots.overhead)
     return results

@@ -306,19 +306,27 @@ def markdown(results: dict[str, Any]) -> str:
         f"same connection afterwards was answered with audio: {ws['valid_ask_after']}."])
 
 
-async def measure(tts: servers.Server, agent: servers.Server, fuzz_count: int) -> dict[str, Any]:
-    load = [await load_level(tts.ws_url, level) for level in LEVELS]
-    return {"max_sessions": MAX_SESSIONS, "load": load, "peak_rss_mb": memory_mb(tts.process.pid),
+QUICK_LEVELS, QUICK_MAX_SESSIONS = (1, 2, 4), 2
+"""With ``quick``: the load levels, against a server that takes this many sessions (so the last
+level still sees refusals)."""
+
+
+async def measure(tts: servers.Server, agent: servers.Server, fuzz_count: int, *, levels: tuple[int, ...],
+                  max_sessions: int) -> dict[str, Any]:
+    load = [await load_level(tts.ws_url, level) for level in levels]
+    return {"max_sessions": max_sessions, "load": load, "peak_rss_mb": memory_mb(tts.process.pid),
             "fuzz_tts": await fuzz_tts(tts.ws_url, fuzz_count), "oversize_frame": await oversize_frame(tts.ws_url),
             "fuzz_agent": await fuzz_agent(agent.http_url, fuzz_count),
             "fuzz_ws": await fuzz_agent_ws(agent.http_url, fuzz_count), "machine": platform.platform()}
 
 
-def main(out_dir: Path, trials: int = 1, fuzz_count: int = 400) -> dict[str, Any]:
+def main(out_dir: Path, trials: int = 1, fuzz_count: int = 400, quick: bool = False) -> dict[str, Any]:
     """``trials`` multiplies the fuzz inputs (400 each)."""
-    with servers.running(servers.start_tts_server(extra_args=["--max-sessions", str(MAX_SESSIONS)],
+    levels, max_sessions = (QUICK_LEVELS, QUICK_MAX_SESSIONS) if quick else (LEVELS, MAX_SESSIONS)
+    with servers.running(servers.start_tts_server(extra_args=["--max-sessions", str(max_sessions)],
                                                   progress=print)) as tts:
         with servers.running(servers.start_agent_server(tts.ws_url, replay="short")) as agent:
-            results = asyncio.run(measure(tts, agent, fuzz_count * trials))
+            results = asyncio.run(measure(tts, agent, fuzz_count * (1 if quick else trials), levels=levels,
+                                          max_sessions=max_sessions))
     write_results(out_dir, "reliability", results, markdown(results))
     return results

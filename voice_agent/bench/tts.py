@@ -77,7 +77,9 @@ def markdown(results: dict[str, Any]) -> str:
     ])
 
 
-def main(out_dir: Path, trials: int = 5, tts_url: str | None = None) -> dict[str, Any]:
+def main(out_dir: Path, trials: int = 5, tts_url: str | None = None, quick: bool = False) -> dict[str, Any]:
+    """``quick``: one trial per mode."""
+    trials = 1 if quick else trials
     with contextlib.ExitStack() as stack:
         if tts_url is None:
             server = stack.enter_context(servers.running(servers.start_tts_server(progress=print)))

@@ -15,7 +15,7 @@ def _bench(args: argparse.Namespace) -> int:
         print(f"== {name}", flush=True)
         suite = importlib.import_module(f"voice_agent.bench.{name}")
         options = {"trials": args.trials} if args.trials else {}
-        suite.main(Path(args.out_dir), **options)
+        suite.main(Path(args.out_dir), **options, quick=args.quick)
     return 0
 
 
@@ -30,4 +30,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                             "local_model: the offline model's tokens per second and its build's CPU features")
     bench.add_argument("--out-dir", default="results", help="where results go (default: results)")
     bench.add_argument("--trials", type=int, help="trials per measurement (default: each suite's own)")
+    bench.add_argument("--quick", action="store_true",
+                       help="the smallest run that still makes every measurement of the suite (one trial, the "
+                            "shortest inputs): proves the suite works, as CI does; its figures are not the "
+                            "suite's figures")
     bench.set_defaults(handler=_bench)
