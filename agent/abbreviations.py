@@ -43,7 +43,7 @@ REFERENCE_WORDS = frozenset({"no", "sec", "art", "arts", "app", "apps", "ex", "c
 MAY_END = frozenset("""
 inc ltd co corp llc plc bros assn assoc dept govt univ etc al
 min mins sec secs hr hrs mo mos wk wks yr yrs ft lb lbs oz kg gal qt pt tsp tbsp sq approx est esp resp misc
-ave blvd rd hwy pkwy apt bldg ste
+ave blvd rd st hwy pkwy apt bldg ste
 """.split())
 
 # May end a sentence, matched as written (capitalised): "the sun." and "they sat." are plain words.

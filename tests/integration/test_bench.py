@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.support.cli import run_cli
-from voice_agent.bench import capacity, encoding, overhead, reliability
+from voice_agent.bench import capacity, encoding, overhead, reliability, timings
 from voice_agent.bench.chunker import QUICK_CASES
 
 
@@ -111,3 +111,10 @@ def test_the_local_model_benchmark_runs_once_and_reports_its_build(tmp_path):
     assert results["first_token_ms"]["p50"] > 0 and results["tokens"][0] > 1
     assert results["features"].startswith("CPU :"), "the build's CPU features are reported"
     assert "tokens per second" in (tmp_path / "local_model.md").read_text()
+
+
+def test_the_timings_benchmark_runs_once_and_reports_both_clocks(tmp_path):
+    results = run_suite("timings", tmp_path)
+    assert results["sentences"] == timings.QUICK_SENTENCES and results["words_timed"] == results["words"]
+    assert results["start_vs_recogniser_ms"]["trials"] > 10 and results["first_start_vs_onset_ms"]["trials"] == 6
+    assert "| word times against |" in (tmp_path / "timings.md").read_text()
