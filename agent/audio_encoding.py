@@ -37,16 +37,21 @@ class Format:
     """Bytes that show the container has written media, for containers whose header comes out
     alone (fMP4's init segment): the header is held back and sent with the first media, so the
     first audio event is always playable."""
+    delay_samples: int = 0
+    """Samples of silence a decoder plays before the first sample of the PCM: the encoder's delay,
+    which the stream does not tell the decoder to trim (LAME's for MP3, AAC's priming in this fMP4;
+    Ogg Opus trims its pre-skip). Measured by encoding a tone burst and decoding it with FFmpeg
+    (``tests/unit/test_audio_encoding.py`` measures it again); word timings are shifted by it."""
 
 
 FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("pcm16", "audio/L16;rate=24000", extension="pcm"),
     Format("wav", "audio/wav", "wav", "pcm_s16le", extension="wav"),
-    Format("mp3", "audio/mpeg", "mp3", "libmp3lame", 48_000, extension="mp3"),
+    Format("mp3", "audio/mpeg", "mp3", "libmp3lame", 48_000, extension="mp3", delay_samples=1105),
     Format("aac", "audio/mp4", "mp4", "aac", 32_000, extension="m4a",
            # Fragments of at most 200 ms, the init segment first: playable while it grows.
            options={"movflags": "frag_keyframe+empty_moov+default_base_moof", "frag_duration": "200000"},
-           media_marker=b"moof"),
+           media_marker=b"moof", delay_samples=1024),
     Format("opus", "audio/ogg;codecs=opus", "ogg", "libopus", 32_000, extension="opus",
            options={"page_duration": "100000"}),
 )}

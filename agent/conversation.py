@@ -4,15 +4,36 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Protocol
 
 from strands import Agent
+
+log = logging.getLogger(__name__)
 
 MAX_SESSIONS = 256
 """Conversations kept in memory; beyond this the least recently used one is forgotten."""
 WINDOW_MESSAGES = 20
 """Messages of a conversation the model sees: ten turns, enough for a spoken exchange."""
+
+
+class Heard(Protocol):
+    def heard(self, played_ms: float) -> str: ...
+
+
+@dataclass
+class LastAnswer:
+    """A session's latest answer that completed: where it starts in the conversation, and what of
+    it was heard by any point of its playback (the caller may say so after it ended)."""
+
+    turn: int
+    history: int
+    prompt: str
+    record: Heard
+    audio_ms: float
 
 
 class Conversations:
@@ -24,6 +45,7 @@ class Conversations:
         self._make_agent = make_agent
         self._max_sessions = max_sessions
         self._sessions: OrderedDict[str, tuple[Agent, asyncio.Lock, list[int]]] = OrderedDict()
+        self._last: dict[str, LastAnswer] = {}
 
     @contextlib.asynccontextmanager
     async def turn(self, session_id: str | None) -> AsyncIterator[tuple[Agent, int]]:
@@ -34,20 +56,51 @@ class Conversations:
         if session_id not in self._sessions:
             self._sessions[session_id] = (self._make_agent(), asyncio.Lock(), [0])
             while len(self._sessions) > self._max_sessions:
-                self._sessions.popitem(last=False)
+                forgotten, _ = self._sessions.popitem(last=False)
+                self._last.pop(forgotten, None)
         self._sessions.move_to_end(session_id)
         agent, lock, turns = self._sessions[session_id]
         async with lock:
             turns[0] += 1
+            self._last.pop(session_id, None)  # a new turn: the one before can no longer be cut
             yield agent, turns[0]
 
+    def completed(self, session_id: str | None, answer: LastAnswer) -> None:
+        """Remember the session's answer that just completed (call it inside its turn)."""
+        if session_id is not None and session_id in self._sessions:
+            self._last[session_id] = answer
 
-def keep_what_was_said(agent: Agent, history: int, prompt: str, said: str) -> None:
+    async def cut_last(self, session_id: str, played_ms: float) -> bool:
+        """The caller stopped playing the session's latest answer at ``played_ms``, after it had
+        completed: keep what was heard of it, marked as interrupted (nothing when playback had
+        reached its end, or another turn has begun since). Whether anything changed."""
+        if session_id not in self._sessions:
+            return False
+        agent, lock, turns = self._sessions[session_id]
+        async with lock:
+            last = self._last.pop(session_id, None)
+            if last is None or last.turn != turns[0] or played_ms >= last.audio_ms:
+                return False
+            heard = last.record.heard(played_ms)
+            keep_what_was_said(agent, last.history, last.prompt, heard, interrupted=True)
+            log.info("session %s: the listener stopped turn %d at %.0f of %.0f ms; the conversation keeps the "
+                     "%d word(s) heard", session_id, last.turn, played_ms, last.audio_ms, len(heard.split()))
+            return True
+
+
+INTERRUPTED = "[interrupted by the user]"
+"""What ends an answer the listener cut short, in the conversation: the model's next turn reads
+that the user did not hear the rest."""
+
+
+def keep_what_was_said(agent: Agent, history: int, prompt: str, said: str, *, interrupted: bool = False) -> None:
     """After an answer that did not complete (cancelled, abandoned, failed), leave the conversation
-    as the caller experienced it: the question and what was sent of the answer, or, when nothing
-    was, no trace of the turn. Strands leaves the question without an answer when its stream is
-    cancelled, and Bedrock refuses a conversation whose roles do not alternate."""
+    as the caller experienced it: the question and what was heard of the answer (ending with
+    :data:`INTERRUPTED` when ``interrupted``), or, when nothing was, no trace of the turn. Strands
+    leaves the question without an answer when its stream is cancelled, and Bedrock refuses a
+    conversation whose roles do not alternate."""
     del agent.messages[history:]
     if said:
         agent.messages.append({"role": "user", "content": [{"text": prompt}]})
-        agent.messages.append({"role": "assistant", "content": [{"text": said}]})
+        text = f"{said} {INTERRUPTED}" if interrupted else said
+        agent.messages.append({"role": "assistant", "content": [{"text": text}]})

@@ -32,7 +32,7 @@ from typing import Any
 
 import tts_protocol as protocol
 from agent.transports import DEFAULT_OPEN_TIMEOUT, Connect, Transport, TransportClosed
-from tts_protocol.client import Audio, ClientSession, Completed, Failed, ProtocolViolation, Refused, Started
+from tts_protocol.client import Audio, ClientSession, Completed, Failed, ProtocolViolation, Refused, Started, Words
 
 log = logging.getLogger(__name__)
 
@@ -69,13 +69,17 @@ class _End:
 
 
 class SynthesisStream:
-    """The audio of one synthesize request: ``async for chunk in stream`` yields PCM16 bytes."""
+    """The audio of one synthesize request: ``async for chunk in stream`` yields PCM16 bytes;
+    :meth:`items` yields the same audio with, before each stretch of it, the words it speaks (a
+    tuple of ``tts_protocol.Word``, from a server that reports them). :attr:`words` collects every
+    word either way."""
 
     def __init__(self, request_id: str, *, max_buffered_chunks: int, chunk_timeout: float) -> None:
         self.request_id = request_id
         self.sample_rate = protocol.SAMPLE_RATE
         self.stats: dict[str, Any] = {}
-        self._items: asyncio.Queue[bytes | _End] = asyncio.Queue(max_buffered_chunks)
+        self.words: list[protocol.Word] = []
+        self._items: asyncio.Queue[bytes | tuple[protocol.Word, ...] | _End] = asyncio.Queue(max_buffered_chunks)
         self._chunk_timeout = chunk_timeout
         self._finished = False
         self._attempts = 1
@@ -86,9 +90,15 @@ class SynthesisStream:
         return self._attempts
 
     def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._chunks()
+        return self._audio()
 
-    async def _chunks(self) -> AsyncIterator[bytes]:
+    async def _audio(self) -> AsyncIterator[bytes]:
+        async for item in self.items():
+            if isinstance(item, bytes):
+                yield item
+
+    async def items(self) -> AsyncIterator[bytes | tuple[protocol.Word, ...]]:
+        """The audio, and the words before the audio that speaks them, in the order they came."""
         while not self._finished:
             try:
                 item = await asyncio.wait_for(self._items.get(), self._chunk_timeout)
@@ -97,6 +107,10 @@ class SynthesisStream:
                 raise TTSTimeoutError(
                     f"no audio for request {self.request_id} within {self._chunk_timeout} s") from None
             if isinstance(item, bytes):
+                yield item
+                continue
+            if isinstance(item, tuple):
+                self.words += item
                 yield item
                 continue
             self._finished = True
@@ -248,6 +262,8 @@ class TTSSession:
     async def _deliver(self, event: Any) -> None:
         if isinstance(event, Audio):
             await self._streams[event.request_id]._items.put(event.data)
+        elif isinstance(event, Words):
+            await self._streams[event.request_id]._items.put(event.words)
         elif isinstance(event, Started):
             self._streams[event.request_id].sample_rate = event.sample_rate
         elif isinstance(event, Completed):

@@ -3,9 +3,9 @@ made, and how each leg frames them.
 
 Every field of every event is specified once, in ``events.schema.json`` beside this module (JSON
 Schema 2020-12, with a description per field); ``docs/caller-protocol.md`` shows it as tables,
-generated from the schema. In short: an answer is ``start``, then ``text``, ``sentence`` and
-``audio`` events as they happen, then exactly one ``end`` or ``error``; every event has ``type``
-and ``seq`` (0, 1, 2, ... within the answer).
+generated from the schema. In short: an answer is ``start``, then ``text``, ``sentence``,
+``words`` and ``audio`` events as they happen (a chunk's ``words`` before its audio), then exactly
+one ``end`` or ``error``; every event has ``type`` and ``seq`` (0, 1, 2, ... within the answer).
 
 Framing: over SSE each event is one ``data: {json}`` block, audio as Base64 (:func:`to_sse`);
 over ``/ws`` each event is one text message, and an audio event carries ``bytes`` (a length)
@@ -23,6 +23,7 @@ from typing import Any
 START = "start"
 TEXT = "text"
 SENTENCE = "sentence"
+WORDS = "words"
 AUDIO = "audio"
 END = "end"
 ERROR = "error"
@@ -57,6 +58,12 @@ def text(delta: str) -> dict[str, Any]:
 
 def sentence(index: int, written: str, speech: str) -> dict[str, Any]:
     return {"type": SENTENCE, "index": index, "text": written, "speech": speech}
+
+
+def words(index: int, timed: list[tuple[str, float, float]]) -> dict[str, Any]:
+    """When each word of chunk ``index`` is heard, as (word, start_ms, end_ms) on the answer's audio."""
+    return {"type": WORDS, "index": index,
+            "words": [{"word": word, "start_ms": start, "end_ms": end} for word, start, end in timed]}
 
 
 def audio(index: int, data: bytes, sample_rate: int) -> dict[str, Any]:

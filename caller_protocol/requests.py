@@ -8,9 +8,14 @@ conversation.
 
 ``/ws`` client messages, one JSON object per text message:
 
-- ``{"type": "ask", ...the request's fields}``: answer. An ``ask`` while an answer streams barges
-  in: the current answer ends (``end`` with ``cancelled``) and the new one starts.
-- ``{"type": "cancel"}``: stop the current answer; nothing happens when idle.
+- ``{"type": "ask", ...the request's fields, "played_ms"?}``: answer. An ``ask`` while an answer
+  streams barges in: the current answer ends (``end`` with ``cancelled``) and the new one starts.
+- ``{"type": "cancel", "played_ms"?}``: stop the current answer; nothing happens when idle.
+
+``played_ms`` (a number, at least 0) says how much of the current answer's audio the caller had
+played when it barged in, in milliseconds of the answer's audio (the timeline of its ``words``
+events). The conversation then keeps exactly the words heard by then, and marks the answer as
+interrupted; without it, it keeps every chunk whose audio the caller was sent.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ voice is its answer to the first sentence: ``invalid_request``, before any audio
 
 ASK = "ask"
 CANCEL = "cancel"
+PLAYED_MS = "played_ms"
 
 
 class RequestError(ValueError):
@@ -104,11 +110,14 @@ class VoiceRequest:
 @dataclass(frozen=True)
 class Ask:
     request: VoiceRequest
+    played_ms: float | None = None
+    """How much of the answer it barges in on the caller had played (None: not said)."""
 
 
 @dataclass(frozen=True)
 class Cancel:
-    pass
+    played_ms: float | None = None
+    """How much of the answer the caller had played (None: not said)."""
 
 
 class UnreadableMessage(RequestError):
@@ -116,12 +125,22 @@ class UnreadableMessage(RequestError):
     ``seq`` is null, and the connection goes on."""
 
 
-def encode_ask(request: VoiceRequest) -> str:
-    return json.dumps({"type": ASK, **request.to_payload()}, ensure_ascii=False)
+def encode_ask(request: VoiceRequest, played_ms: float | None = None) -> str:
+    position = {} if played_ms is None else {PLAYED_MS: played_ms}
+    return json.dumps({"type": ASK, **request.to_payload(), **position}, ensure_ascii=False)
 
 
-def encode_cancel() -> str:
-    return json.dumps({"type": CANCEL})
+def encode_cancel(played_ms: float | None = None) -> str:
+    return json.dumps({"type": CANCEL, **({} if played_ms is None else {PLAYED_MS: played_ms})})
+
+
+def _played_ms(message: dict[str, Any]) -> float | None:
+    value = message.get(PLAYED_MS)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise UnreadableMessage(f"{PLAYED_MS} must be a number of milliseconds, at least 0")
+    return float(value)
 
 
 def parse_ws_message(data: str | bytes | None) -> Ask | Cancel:
@@ -133,7 +152,9 @@ def parse_ws_message(data: str | bytes | None) -> Ask | Cancel:
         message = None
     kind = message.get("type") if isinstance(message, dict) else None
     if kind == CANCEL:
-        return Cancel()
+        return Cancel(_played_ms(message))
     if kind != ASK:
         raise UnreadableMessage(f'expected a JSON object with "type" "{ASK}" or "{CANCEL}"')
-    return Ask(VoiceRequest.from_payload({key: value for key, value in message.items() if key != "type"}))
+    played = _played_ms(message)
+    fields = {key: value for key, value in message.items() if key not in ("type", PLAYED_MS)}
+    return Ask(VoiceRequest.from_payload(fields), played)

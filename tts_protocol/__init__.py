@@ -17,7 +17,11 @@ Client -> server, one JSON object per message, as a text frame or as UTF-8 bytes
 Server -> client, per request, in the order the requests were sent:
 
 - ``{"type": "synthesis_start", "request_id", "sample_rate", "format"}``
-- zero or more binary frames of audio (raw PCM16 little-endian mono at ``sample_rate``)
+- zero or more binary frames of audio (raw PCM16 little-endian mono at ``sample_rate``), each
+  stretch of them preceded by ``{"type": "words", "request_id", "words": [{"word", "start_ms",
+  "end_ms"}, ...]}`` (from a server whose model reports durations): when each word that audio
+  speaks starts and ends, in milliseconds of the request's audio. The words come before their
+  audio so that a caption can be shown as the sound begins
 - ``{"type": "synthesis_complete", "request_id", ...timings and sizes}``
 - or, instead of the complete message, ``{"type": "error", "request_id", "code", "message"}``.
   An error always leaves the session usable. An error whose ``request_id`` is ``None`` concerns a

@@ -11,7 +11,8 @@ WebSocket or SageMaker transport; the tests and the benchmarks' fuzzers drive it
 Guarantees:
 
 - :class:`Audio` events carry each byte of a request's audio once, in order, across reconnections
-  (resuming is exact because Kokoro is deterministic for a given text, voice, speed and build).
+  (resuming is exact because Kokoro is deterministic for a given text, voice, speed and build);
+  :class:`Words` events likewise carry each ``words`` message once, before the audio it times.
 - Every request tracked ends with exactly one :class:`Completed` or :class:`Failed`; a server
   message that breaks the protocol (audio outside a synthesis, a reply for an unknown request, a
   second final reply) raises :class:`ProtocolViolation` and changes nothing.
@@ -34,6 +35,9 @@ class ProtocolViolation(ValueError):
 
 Started = m.SynthesisStart
 """A request's audio begins (reported once, however often the request is resent)."""
+
+Words = m.Words
+"""When each of the next words of a request is spoken (reported once, however often it is resent)."""
 Completed = m.SynthesisComplete
 """A request's final reply: all its audio was delivered; ``stats`` are the server's figures."""
 Failed = m.Error
@@ -60,7 +64,7 @@ class Notice:
     error: m.Error
 
 
-Event = Started | Audio | Completed | Failed | Refused | Notice
+Event = Started | Words | Audio | Completed | Failed | Refused | Notice
 
 
 @dataclass
@@ -70,6 +74,10 @@ class _Request:
     """Audio bytes passed on so far, over every attempt."""
     skip: int = 0
     """Audio bytes of the current attempt still to drop: delivered by an earlier attempt."""
+    words_delivered: int = 0
+    """``words`` messages passed on so far, over every attempt."""
+    words_skip: int = 0
+    """``words`` messages of the current attempt still to drop."""
     started: bool = False
 
 
@@ -116,6 +124,7 @@ class ClientSession:
         self._current = None
         for state in self._pending.values():
             state.skip = state.delivered
+            state.words_skip = state.words_delivered
         return [m.encode_synthesize(state.request) for state in self._pending.values()]
 
     def fail_all(self, code: str, message: str) -> list[m.Error]:
@@ -141,6 +150,8 @@ class ClientSession:
                 return []  # a resumed request: its start was already reported
             state.started = True
             return [message]
+        if isinstance(message, m.Words):
+            return self._words(message)
         if isinstance(message, m.SynthesisComplete):
             self._known(message.request_id, "synthesis_complete")
             self._finish(message.request_id)
@@ -159,6 +170,16 @@ class ClientSession:
                 return []
         state.delivered += len(data)
         return [Audio(self._current, data)]
+
+    def _words(self, message: m.Words) -> list[Event]:
+        state = self._known(message.request_id, "words")
+        if self._current != message.request_id:
+            raise ProtocolViolation(f"words for {message.request_id!r} outside its synthesis")
+        if state.words_skip:
+            state.words_skip -= 1
+            return []
+        state.words_delivered += 1
+        return [message]
 
     def _error(self, error: m.Error) -> list[Event]:
         if error.request_id is not None and error.request_id in self._pending:

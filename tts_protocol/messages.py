@@ -21,12 +21,14 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "MAX_MESSAGE_BYTES",
     "MAX_CONTROL_BYTES",
+    "MAX_WORD_CHARS",
     "MIN_SPEED",
     "MAX_SPEED",
     "SYNTHESIZE",
     "CANCEL",
     "CLOSE",
     "SYNTHESIS_START",
+    "WORDS",
     "SYNTHESIS_COMPLETE",
     "ERROR",
     "BAD_REQUEST",
@@ -55,10 +57,13 @@ __all__ = [
     "encode_close",
     "parse_client_message",
     "SynthesisStart",
+    "Word",
+    "Words",
     "SynthesisComplete",
     "Error",
     "ServerMessage",
     "encode_synthesis_start",
+    "encode_words",
     "encode_synthesis_complete",
     "encode_error",
     "parse_server_message",
@@ -86,6 +91,14 @@ MAX_CONTROL_BYTES = 4_096
 """Server control messages are short; a server payload larger than this is always audio, which
 keeps :func:`parse_server_message` from trying to JSON-decode every audio frame."""
 
+MAX_WORD_CHARS = 100
+"""Longest word a ``words`` message spells out; a longer one (a URL read as one word) is cut, so a
+message of ``words`` always fits in ``MAX_CONTROL_BYTES``."""
+
+_WORDS_MESSAGE_BYTES = 3_000
+"""Where :func:`encode_words` starts another message: below ``MAX_CONTROL_BYTES`` with room for
+one more word at its longest."""
+
 MIN_SPEED = 0.5
 MAX_SPEED = 2.0
 
@@ -94,6 +107,7 @@ SYNTHESIZE = "synthesize"
 CANCEL = "cancel"
 CLOSE = "close"
 SYNTHESIS_START = "synthesis_start"
+WORDS = "words"
 SYNTHESIS_COMPLETE = "synthesis_complete"
 ERROR = "error"
 
@@ -272,12 +286,48 @@ class Error:
     message: str
 
 
-ServerMessage = SynthesisStart | SynthesisComplete | Error
+@dataclass(frozen=True)
+class Word:
+    """A word of the request's text and when it is spoken: milliseconds from the start of the
+    request's audio (its first sound to its last; the pause after a comma is between words)."""
+
+    word: str
+    start_ms: float
+    end_ms: float
+
+
+@dataclass(frozen=True)
+class Words:
+    """When each of the next words is spoken. Sent before the audio that speaks them."""
+
+    request_id: str
+    words: tuple[Word, ...]
+
+
+ServerMessage = SynthesisStart | Words | SynthesisComplete | Error
 
 
 def encode_synthesis_start(request_id: str, sample_rate: int = SAMPLE_RATE, fmt: str = FORMAT_PCM16) -> str:
     return json.dumps({"type": SYNTHESIS_START, "request_id": request_id, "sample_rate": sample_rate,
                        "format": fmt})
+
+
+def encode_words(request_id: str, words: list[Word] | tuple[Word, ...]) -> list[str]:
+    """The ``words`` messages for ``words``, in order: as many as keep each under
+    ``MAX_CONTROL_BYTES`` (none for no words)."""
+    messages: list[str] = []
+    batch: list[dict[str, Any]] = []
+    size = 0
+    for word in words:
+        entry = {"word": word.word[:MAX_WORD_CHARS], "start_ms": word.start_ms, "end_ms": word.end_ms}
+        size += len(json.dumps(entry, ensure_ascii=False).encode())
+        batch.append(entry)
+        if size >= _WORDS_MESSAGE_BYTES:
+            messages.append(json.dumps({"type": WORDS, "request_id": request_id, "words": batch}, ensure_ascii=False))
+            batch, size = [], 0
+    if batch:
+        messages.append(json.dumps({"type": WORDS, "request_id": request_id, "words": batch}, ensure_ascii=False))
+    return messages
 
 
 def encode_synthesis_complete(request_id: str, **stats: Any) -> str:
@@ -317,6 +367,9 @@ def _server_message(message: dict[str, Any]) -> ServerMessage | None:
     if kind == SYNTHESIS_START and isinstance(request_id, str):
         return SynthesisStart(request_id, int(message.get("sample_rate", SAMPLE_RATE)),
                               str(message.get("format", FORMAT_PCM16)))
+    if kind == WORDS and isinstance(request_id, str):
+        words = _words(message.get("words"))
+        return Words(request_id, words) if words is not None else None
     if kind == SYNTHESIS_COMPLETE and isinstance(request_id, str):
         stats = {k: v for k, v in message.items() if k not in ("type", "request_id")}
         return SynthesisComplete(request_id, stats)
@@ -324,3 +377,19 @@ def _server_message(message: dict[str, Any]) -> ServerMessage | None:
         return Error(request_id if isinstance(request_id, str) else None, str(message.get("code", "")),
                      str(message.get("message", "")))
     return None
+
+
+def _words(entries: Any) -> tuple[Word, ...] | None:
+    """The words of a ``words`` message, or None when they are malformed."""
+    if not isinstance(entries, list):
+        return None
+    words = []
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("word"), str):
+            return None
+        start, end = entry.get("start_ms"), entry.get("end_ms")
+        if not all(isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                   for value in (start, end)):
+            return None
+        words.append(Word(entry["word"], float(start), float(end)))
+    return tuple(words)

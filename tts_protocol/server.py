@@ -104,6 +104,10 @@ class ServerSession:
     def start(self, job: Job, sample_rate: int = m.SAMPLE_RATE) -> str | None:
         return None if job.cancelled or job.answered else m.encode_synthesis_start(job.request_id, sample_rate)
 
+    def words(self, job: Job, words: tuple[m.Word, ...] | list[m.Word]) -> list[str]:
+        """The ``words`` messages to send for these words of ``job`` (none once it may not speak)."""
+        return [] if job.cancelled or job.answered else m.encode_words(job.request_id, words)
+
     def audio(self, job: Job, frame: bytes) -> bytes | None:
         return None if job.cancelled or job.answered else frame
 

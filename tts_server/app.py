@@ -72,7 +72,8 @@ class _Routes:
             parsed = protocol.parse_client_message(body, default_request_id=next(self._request_ids))
             if not isinstance(parsed, protocol.Synthesize):
                 raise protocol.ProtocolError(protocol.BAD_REQUEST, "POST /invocations takes a synthesize request")
-            frames = [frame async for frame in self.service.synthesize(parsed, Synthesis(), frame_bytes=1 << 30)]
+            frames = [frame async for frame in self.service.synthesize(parsed, Synthesis(), frame_bytes=1 << 30)
+                      if isinstance(frame, bytes)]
         except (protocol.ProtocolError, SynthesisRefused) as exc:
             return JSONResponse({"code": exc.code, "message": exc.message}, status_code=400)
         return Response(protocol.pcm16_to_wav(b"".join(frames)), media_type="audio/wav")

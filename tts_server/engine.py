@@ -1,8 +1,10 @@
-"""Kokoro-82M inference with ONNX Runtime: text -> phonemes -> 24 kHz PCM16.
+"""Kokoro-82M inference with ONNX Runtime: text -> phonemes -> 24 kHz PCM16, and when each word is
+spoken.
 
 Model inputs: ``tokens`` int64 [1, n+2] (``[0, *ids, 0]``), ``style`` float32 [1, 256] taken from
-row ``n-1`` of the voice pack, ``speed`` float32 [1]; output: float32 audio at 24 kHz. One call
-takes at most ``MAX_PHONEMES`` phonemes, so longer text is split at punctuation, then at spaces.
+row ``n-1`` of the voice pack, ``speed`` float32 [1]; outputs: float32 audio at 24 kHz and, in the
+prepared model (``model_files.with_durations``), the frames each token lasts. One call takes at
+most ``MAX_PHONEMES`` phonemes, so longer text is split at punctuation, then at spaces.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from tts_protocol import SAMPLE_RATE
-from tts_server.g2p import EnglishG2P
-from tts_server.model_files import model_path
+from tts_protocol import SAMPLE_RATE, Word
+from tts_server.g2p import EnglishG2P, readable_text
+from tts_server.model_files import DURATIONS_OUTPUT, SAMPLES_PER_FRAME, model_path
 from tts_server.settings import DEFAULT_VOICE
+from tts_server.word_timing import Piece, spans, word_owners, word_times
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +103,8 @@ class KokoroEngine:
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         self._session = ort.InferenceSession(str(model_path), sess_options=options, providers=_providers())
         self.provider = self._session.get_providers()[0]
+        self.timed = DURATIONS_OUTPUT in {output.name for output in self._session.get_outputs()}
+        """The model reports its durations: each synthesis says when each word is spoken."""
         vocab = json.loads((_PACKAGED_DATA / "vocab.json").read_text(encoding="utf-8"))["vocab"]
         self._vocab: dict[str, int] = vocab
         self._g2p = EnglishG2P()
@@ -107,9 +112,9 @@ class KokoroEngine:
         if default_voice not in voices:
             raise UnknownVoiceError(f"default voice {default_voice!r} is not in the voices file")
         self.default_voice = default_voice
-        log.info("engine: %s on %s (available: %s), %d threads, %d voices (default %s)", model_path.name,
-                 self.provider, ", ".join(ort.get_available_providers()), options.intra_op_num_threads,
-                 len(voices), default_voice)
+        log.info("engine: %s on %s (available: %s), %d threads, %d voices (default %s), word timings %s",
+                 model_path.name, self.provider, ", ".join(ort.get_available_providers()),
+                 options.intra_op_num_threads, len(voices), default_voice, "on" if self.timed else "off")
 
     @classmethod
     def load(cls, voices_path: str | Path | None = None, *, threads: int | None = None,
@@ -122,32 +127,57 @@ class KokoroEngine:
             raise UnknownVoiceError(f"unknown voice {name!r}; available: {', '.join(sorted(self.voices))}")
         return name
 
-    def phonemize(self, text: str) -> list[str]:
-        """Text -> phoneme pieces, each short enough for one model call; symbols Kokoro does not
-        know are dropped here. An empty list means the text has nothing to speak."""
-        phonemes = "".join(symbol for symbol in self._g2p(text) if symbol in self._vocab)
-        # A piece of punctuation alone ("...") is silence, not speech.
-        return [piece for piece in split_phonemes(phonemes) if any(symbol.isalpha() for symbol in piece)]
+    def phonemize(self, text: str) -> list[Piece]:
+        """Text -> pieces, each short enough for one model call, with the words each says (when the
+        model reports durations); symbols Kokoro does not know are dropped here. An empty list
+        means the text has nothing to speak."""
+        phonemes = self._known(self._g2p(text))
+        words = readable_text(text).split() if self.timed else []
+        owners = word_owners([self._known(word) for word in self._g2p.words(words)], phonemes) if words else []
+        pieces, cursor = [], 0
+        for piece in split_phonemes(phonemes):
+            # A piece of punctuation alone ("...") is silence, not speech.
+            if any(symbol.isalpha() for symbol in piece):
+                pieces.append(Piece(piece, spans(words, owners, cursor, piece) if words else ()))
+            cursor += len(piece.replace(" ", ""))
+        return pieces
 
-    def infer(self, phonemes: str, voice: str, speed: float = 1.0) -> bytes:
-        """Synthesize one phoneme piece; returns PCM16 little-endian mono at 24 kHz."""
+    def _known(self, phonemes: str) -> str:
+        return "".join(symbol for symbol in phonemes if symbol in self._vocab)
+
+    def infer(self, phonemes: str, voice: str, speed: float = 1.0) -> tuple[bytes, list[float] | None]:
+        """Synthesize one phoneme piece: PCM16 little-endian mono at 24 kHz, and the frames each
+        token lasts (``len(phonemes) + 2`` of them, padding included; None without durations)."""
         ids = [self._vocab[symbol] for symbol in phonemes if symbol in self._vocab][:MAX_PHONEMES]
         if not ids:
-            return b""
+            return b"", None
         pack = self.voices[self.resolve_voice(voice)]
         style = pack[min(len(ids), len(pack)) - 1].reshape(1, STYLE_DIM)
-        audio = self._session.run(None, {
+        outputs = self._session.run(None, {
             "tokens": np.array([[0, *ids, 0]], dtype=np.int64),
             "style": style,
             "speed": np.array([speed], dtype=np.float32),
-        })[0]
-        return float_to_pcm16(np.asarray(audio, dtype=np.float32).ravel())
+        })
+        durations = np.asarray(outputs[1]).ravel().tolist() if self.timed else None
+        return float_to_pcm16(np.asarray(outputs[0], dtype=np.float32).ravel()), durations
 
     def synthesize(self, text: str, voice: str | None = None, speed: float = 1.0) -> Iterator[bytes]:
         """Synthesize text piece by piece, yielding each piece's PCM16 as soon as it is ready."""
         name = self.resolve_voice(voice)
         for piece in self.phonemize(text):
-            yield self.infer(piece, name, speed)
+            yield self.infer(piece.phonemes, name, speed)[0]
+
+    def synthesize_timed(self, text: str, voice: str | None = None,
+                         speed: float = 1.0) -> tuple[bytes, list[Word]]:
+        """The whole text's PCM16 and when each word is spoken in it (empty without durations)."""
+        name, audio, words = self.resolve_voice(voice), b"", list[Word]()
+        for piece in self.phonemize(text):
+            pcm, durations = self.infer(piece.phonemes, name, speed)
+            if durations is not None:
+                words += word_times(piece, durations, offset_samples=len(audio) // 2,
+                                    samples_per_frame=SAMPLES_PER_FRAME, sample_rate=SAMPLE_RATE)
+            audio += pcm
+        return audio, words
 
     def warm_up(self) -> float:
         """Run one real synthesis so the first request does not pay for lazy initialisation.

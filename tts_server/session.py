@@ -102,11 +102,11 @@ class SynthesisSession:
                                          frame_bytes=self._settings.frame_samples * protocol.SAMPLE_WIDTH)
         try:
             started = False
-            async for frame in audio:
+            async for item in audio:
                 if not started:
                     await self._outgoing.put((job, "start", None))
                     started = True
-                await self._outgoing.put((job, "audio", frame))
+                await self._outgoing.put((job, "audio" if isinstance(item, bytes) else "words", item))
         except SynthesisRefused as refused:
             await self._outgoing.put((job, "fail", (refused.code, refused.message)))
             return
@@ -122,6 +122,10 @@ class SynthesisSession:
                 if frame is not None:
                     async with self._send_lock:
                         await self._websocket.send_bytes(frame)
+                continue
+            if kind == "words":
+                for text in machine.words(job, data):
+                    await self._send_text(text)
                 continue
             if kind == "start":
                 text = machine.start(job)

@@ -3,7 +3,10 @@ frames, no Base64 (the messages are ``caller_protocol``'s).
 
 The asks of one connection continue one conversation (the AgentCore session's, when the runtime
 names one). A message that cannot be read gets an ``error`` event with a null ``seq`` and the
-connection goes on; an ``ask`` while an answer streams barges in on it.
+connection goes on; an ``ask`` while an answer streams barges in on it. A ``cancel`` or ``ask``
+that says where the caller's playback stopped (``played_ms``) cuts the conversation to what was
+heard, whether the answer is still streaming or has completed (its audio arrives faster than it
+plays, so a listener usually interrupts after its ``end``).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 from starlette.websockets import WebSocket
 
-from agent.pipeline import VoicePipeline
+from agent.pipeline import BargeIn, VoicePipeline
 from caller_protocol import Ask, RequestError, UnreadableMessage, VoiceRequest, events, parse_ws_message
 
 log = logging.getLogger(__name__)
@@ -35,7 +38,7 @@ class WebSocketCaller:
         self._session_id = session_id or f"ws-{uuid.uuid4().hex}"
         self._send_lock = asyncio.Lock()
         self._answer: asyncio.Task[None] | None = None
-        self._cancel = asyncio.Event()
+        self._cancel = BargeIn()
 
     async def run(self) -> None:
         await self._websocket.accept()
@@ -61,12 +64,14 @@ class WebSocketCaller:
             await self._stop_answer()
             await self._send({**events.error(events.INVALID_REQUEST, str(exc)), "seq": 0})
             return
-        await self._stop_answer()
+        await self._stop_answer(message.played_ms)
+        if message.played_ms is not None:  # also for an answer that had completed before the caller stopped it
+            await self._pipeline.played(self._session_id, message.played_ms)
         if isinstance(message, Ask):
-            self._cancel = asyncio.Event()
+            self._cancel = BargeIn()
             self._answer = asyncio.create_task(self._stream(message.request, self._cancel), name="ws-answer")
 
-    async def _stream(self, request: VoiceRequest, cancel: asyncio.Event) -> None:
+    async def _stream(self, request: VoiceRequest, cancel: BargeIn) -> None:
         async with contextlib.aclosing(self._pipeline.answer(request, self._session_id, cancel)) as answer:
             async for event in answer:
                 if event["type"] == events.AUDIO:
@@ -75,11 +80,12 @@ class WebSocketCaller:
                 else:
                     await self._send(event)
 
-    async def _stop_answer(self) -> None:
-        """Barge in on the current answer and wait until it has sent its last event."""
+    async def _stop_answer(self, played_ms: float | None = None) -> None:
+        """Barge in on the current answer (``played_ms``: how much of it the caller played) and
+        wait until it has sent its last event."""
         if self._answer is None or self._answer.done():
             return
-        self._cancel.set()
+        self._cancel.interrupt(played_ms)
         try:
             await asyncio.wait_for(asyncio.shield(self._answer), STOP_TIMEOUT)
         except TimeoutError:

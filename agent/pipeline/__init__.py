@@ -24,7 +24,7 @@ from strands.agent.conversation_manager import SlidingWindowConversationManager
 from strands.models import Model
 
 from agent.chunker import SentenceChunker
-from agent.conversation import WINDOW_MESSAGES, Conversations, keep_what_was_said
+from agent.conversation import WINDOW_MESSAGES, Conversations, LastAnswer, keep_what_was_said
 from agent.pipeline.audio_stage import AudioStage
 from agent.pipeline.caller_stage import CallerStage
 from agent.pipeline.chunk_stage import Chunker, ChunkStage, WholeAnswerChunker
@@ -42,6 +42,19 @@ MAX_QUEUED_FRAMES = 256
 waits for the later one: a slow caller slows the answer instead of growing memory."""
 STOP_TIMEOUT = 5.0
 """Seconds the stages of an abandoned answer may take to stop before they are cancelled outright."""
+
+
+class BargeIn(asyncio.Event):
+    """The caller's interruption of an answer: :meth:`interrupt` it, saying (when the caller knows)
+    how many milliseconds of the answer's audio it had played."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.played_ms: float | None = None
+
+    def interrupt(self, played_ms: float | None = None) -> None:
+        self.played_ms = played_ms
+        self.set()
 
 
 @dataclass
@@ -70,7 +83,7 @@ class VoicePipeline:
             conversation_manager=SlidingWindowConversationManager(window_size=WINDOW_MESSAGES)))
 
     async def answer(self, request: VoiceRequest, session_id: str | None = None,
-                     cancel: asyncio.Event | None = None) -> AsyncIterator[dict[str, Any]]:
+                     cancel: BargeIn | asyncio.Event | None = None) -> AsyncIterator[dict[str, Any]]:
         """Yield the caller events of one answer, numbered by ``seq``, ending with ``end`` or ``error``.
         Answers with the same ``session_id`` continue one conversation.
 
@@ -78,7 +91,9 @@ class VoicePipeline:
         the answer's last (``end`` with ``cancelled`` and ``stop_ms``, the milliseconds until every
         stage had stopped). Closing the generator (the caller went away) stops the stages the same
         way. Either way the conversation keeps what the caller was sent of the answer, so the next
-        turn sees what was actually said."""
+        turn sees what was actually said; a :class:`BargeIn` that says how much of the answer the
+        caller played keeps exactly the words heard by then, marked as interrupted. The caller may
+        also say it after the answer completed (:meth:`played`)."""
         cancel = cancel or asyncio.Event()
         async with self.conversations.turn(session_id) as (agent, turn):
             history = len(agent.messages)
@@ -94,8 +109,24 @@ class VoicePipeline:
                         yield {**event, "seq": seq}
                         seq += 1
             finally:
-                if not completed:
-                    keep_what_was_said(agent, history, request.prompt, caller.said)
+                if completed:
+                    self.conversations.completed(session_id, LastAnswer(turn, history, request.prompt, caller,
+                                                                        caller.audio_ms))
+                else:
+                    played_ms = getattr(cancel, "played_ms", None)
+                    if played_ms is None:
+                        keep_what_was_said(agent, history, request.prompt, caller.said)
+                    else:
+                        heard = caller.heard(played_ms)
+                        keep_what_was_said(agent, history, request.prompt, heard, interrupted=True)
+                        log.info("session %s: the listener stopped turn %d at %.0f ms; the conversation keeps the "
+                                 "%d word(s) heard", session_id, turn, played_ms, len(heard.split()))
+
+    async def played(self, session_id: str, played_ms: float) -> bool:
+        """The caller stopped playing the session's latest answer at ``played_ms``, after the answer
+        had completed (its audio arrives faster than it plays): the conversation keeps only what was
+        heard, marked as interrupted. Whether it changed (not when playback had reached the end)."""
+        return await self.conversations.cut_last(session_id, played_ms)
 
     def _stages(self, request: VoiceRequest, agent: Agent, tts: TTSSession) -> list[Stage]:
         chunker = self.chunker_factory() if request.mode == "incremental" else WholeAnswerChunker()
@@ -117,6 +148,10 @@ class VoicePipeline:
         ended = False
         try:
             while True:
+                if cancel.is_set() and not chain.output.interrupted.is_set():
+                    # Frames already queued come out without a pause, so the watcher may not have run
+                    # yet: interrupt now, or the caller stage would count audio the caller is never sent.
+                    chain.interrupt()
                 try:
                     frame = await chain.output.get()
                 except Interrupted:

@@ -5,8 +5,8 @@ Data path, stage by stage (``agent.pipeline``):
 
     model stage   -> TextFrame*, ModelDone
     chunk stage   -> TextFrame*, ChunkFrame*, ModelDone            (passes text on, adds chunks)
-    tts stage     -> TextFrame*, SentenceSent*, PcmFrame*, SynthesisDone*, ModelDone
-    audio stage   -> TextFrame*, SentenceSent*, AudioFrame*, SynthesisDone*, ModelDone
+    tts stage     -> TextFrame*, SentenceSent*, WordsFrame*, PcmFrame*, SynthesisDone*, ModelDone
+    audio stage   -> TextFrame*, SentenceSent*, WordsFrame*, AudioFrame*, SynthesisDone*, ModelDone
     caller        -> the caller's events
 
 ``ModelDone`` is the last frame of a complete answer at every hop; an ``ErrorFrame`` is the last
@@ -21,6 +21,8 @@ import collections
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from tts_protocol import Word
 
 
 def _now() -> float:
@@ -74,6 +76,17 @@ class PcmFrame(_Frame):
 
 
 @dataclass(frozen=True)
+class WordsFrame(_Frame):
+    """When each of the next words of chunk ``index`` is heard, before the audio that speaks them:
+    from the TTS stage, milliseconds of the chunk's own audio; from the audio stage on, of the
+    answer's audio as the caller plays it (``timeline`` says which)."""
+
+    index: int
+    words: tuple[Word, ...]
+    timeline: str = "chunk"
+
+
+@dataclass(frozen=True)
 class SynthesisDone(_Frame):
     """All of chunk ``index``'s audio has passed; ``stats`` are the TTS server's figures for it."""
 
@@ -103,7 +116,8 @@ class Interrupted(Exception):
     """The interruption, as a stage sees it: raised by :meth:`FrameQueue.get` once the queue was
     interrupted (the caller barged in, or went away)."""
 
-Frame = TextFrame | ModelDone | ChunkFrame | SentenceSent | PcmFrame | SynthesisDone | AudioFrame | ErrorFrame
+Frame = (TextFrame | ModelDone | ChunkFrame | SentenceSent | WordsFrame | PcmFrame | SynthesisDone | AudioFrame
+         | ErrorFrame)
 TERMINAL = (ModelDone, ErrorFrame)
 
 

@@ -2,7 +2,8 @@
 the audio of earlier chunks is still being synthesized and passed on (pipelining).
 
 Guarantees: text frames pass through; for each chunk, in order, one ``SentenceSent`` when it is
-handed to synthesis, then its audio as ``PcmFrame``s and one ``SynthesisDone``; ``ModelDone``
+handed to synthesis, then its audio as ``PcmFrame``s (each stretch of it preceded by a
+``WordsFrame`` when the TTS server times its words) and one ``SynthesisDone``; ``ModelDone``
 comes after the last chunk's audio. A chunk with nothing to say is announced and has no audio.
 At most ``max_pending`` chunks wait for their audio to be passed on; beyond that the stage stops
 taking chunks (and so, upstream, the model's text) until the audio catches up. With
@@ -25,6 +26,7 @@ from agent.pipeline.frames import (
     PcmFrame,
     SentenceSent,
     SynthesisDone,
+    WordsFrame,
 )
 from agent.pipeline.stage import Stage
 from agent.tts_client import SynthesisStream, TTSSession
@@ -76,8 +78,9 @@ class TTSStage(Stage):
             assert isinstance(item, tuple)
             index, stream = item
             if stream is not None:
-                async for pcm in stream:
-                    await outbox.put(PcmFrame(index, pcm, stream.sample_rate))
+                async for item in stream.items():
+                    await outbox.put(PcmFrame(index, item, stream.sample_rate) if isinstance(item, bytes)
+                                     else WordsFrame(index, item))
                 await outbox.put(SynthesisDone(index, stream.stats))
             async with self._passed_changed:
                 self._passed += 1

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
 import tts_protocol as protocol
-from tests.support.fake_tts import StubEngine, fake_pcm
+from tests.support.fake_tts import StubEngine, fake_pcm, fake_words
 from tts_server.app import create_app
 from tts_server.settings import ServerSettings
 
@@ -84,7 +84,8 @@ def test_a_session_answers_each_request_in_order_on_either_frame_type(client, fr
             ws.send_text(message) if frame == "text" else ws.send_bytes(message.encode())
         first, first_audio = read_answer(ws, "a")
         second, second_audio = read_answer(ws, "b")
-    assert [m["type"] for m in first] == [protocol.SYNTHESIS_START, protocol.SYNTHESIS_COMPLETE]
+    assert [m["type"] for m in first] == [protocol.SYNTHESIS_START, protocol.WORDS, protocol.SYNTHESIS_COMPLETE]
+    assert [protocol.Word(**word) for word in second[1]["words"]] == fake_words("Two, longer.")
     assert (first_audio, second_audio) == (fake_pcm("One."), fake_pcm("Two, longer."))
     assert second[-1]["audio_bytes"] == len(second_audio)
 

@@ -17,10 +17,11 @@ import aiohttp
 import pytest
 import websockets
 
+from agent.conversation import INTERRUPTED
 from agent.llm.replay import ReplayModel, load_recording
-from agent.pipeline import VoicePipeline
+from agent.pipeline import BargeIn, VoicePipeline
 from caller_protocol import VoiceRequest, events
-from tests.support.answers import EVENT_SCHEMA
+from tests.support.answers import EVENT_SCHEMA, heard_by
 from voice_agent.caller import Options, ask
 
 
@@ -65,6 +66,43 @@ async def test_cancel_stops_the_answer_and_the_conversation_keeps_what_was_said(
     assert again[-1]["type"] == "end" and again[-1]["metrics"]["cancelled"] is False
     async with voice.conversations.turn("s-cancel") as (agent, _):
         assert [m["role"] for m in agent.messages] == ["user", "assistant"] * 2
+
+
+def playback_position(events: list[dict], where: str) -> float:
+    """A named point of the answer's playback, from its events so far (pcm16: 48 bytes a millisecond)."""
+    first_chunk_ms = sum(len(e["audio"]) for e in events if e["type"] == "audio" and e["index"] == 0) / 48
+    second = next(e for e in events if e["type"] == "words" and e["index"] == 1)["words"]
+    return {"before any audio": 0.0, "between sentences": first_chunk_ms,
+            "mid-word": (second[1]["start_ms"] + second[1]["end_ms"]) / 2 + 5}[where]
+
+
+@pytest.mark.parametrize("where", ["mid-word", "between sentences", "before any audio"])
+async def test_a_barge_in_at_a_playback_position_keeps_the_words_heard_by_then(tts_server, where):
+    """The real TTS server times the words; the listener says where its playback stopped."""
+    voice = pipeline(tts_server.ws_url)
+    cancel = BargeIn()
+    events: list[dict] = []
+    async for event in voice.answer(VoiceRequest("Why is streaming faster?"), f"s-{where}", cancel):
+        events.append(event)
+        if event["type"] == "audio" and event["index"] == 1 and not cancel.is_set():
+            # The second chunk's audio has reached past its third word: a listener may be anywhere before.
+            received_ms = sum(len(e["audio"]) for e in events if e["type"] == "audio") / 48
+            third = next(e for e in events if e["type"] == "words" and e["index"] == 1)["words"][2]
+            if received_ms > third["end_ms"]:
+                cancel.interrupt(played := playback_position(events, where))
+    assert events[-1]["type"] == "end" and events[-1]["metrics"]["cancelled"]
+    async with voice.conversations.turn(f"s-{where}") as (agent, _):
+        messages = agent.messages
+    heard = heard_by(events, played)
+    print(f"\n{where} ({played:.0f} ms): {heard!r}")
+    if where == "before any audio":
+        assert messages == [], "nothing was heard: no trace of the turn"
+        return
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[-1]["content"][0]["text"] == f"{heard} {INTERRUPTED}"
+    if where == "mid-word":  # a part of the second chunk: more than the first, less than both
+        sentences = [e["text"] for e in events if e["type"] == "sentence"]
+        assert heard.startswith(sentences[0]) and len(sentences[0]) < len(heard) < len(" ".join(sentences[:2]))
 
 
 async def test_a_caller_that_goes_away_leaves_no_task_and_no_trace_of_an_unheard_turn(tts_server):

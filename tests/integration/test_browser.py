@@ -69,3 +69,32 @@ async def test_cancel_stops_playback_and_the_answer(agent_server, page, artifact
     chunks = result["audioChunks"]
     await page.wait_for_timeout(500)
     assert (await stats(page))["audioChunks"] == chunks, "nothing more is scheduled after the cancel"
+
+
+def word_at(words: list[dict], played_ms: float) -> str | None:
+    """The word being heard at ``played_ms``, by the agent's timings (None in a pause)."""
+    return next((w["word"] for w in words if w["start_ms"] <= played_ms < w["end_ms"]), None)
+
+
+async def test_the_captions_highlight_the_word_being_heard_in_step_with_playback(agent_server, page, artifacts: Path):
+    await page.goto(f"{agent_server('long').http_url}/")
+    await page.click("#go")
+    await page.wait_for_function("() => window.voiceCaptions.words().length >= 12 && window.voiceStats.audioChunks > 2",
+                                 timeout=60_000)
+    samples = []
+    for _ in range(16):  # the highlighted word, read from the page at the moment its playhead is read
+        samples.append(await page.evaluate("""() => {
+            const now = window.voiceCaptions.update();
+            const shown = document.querySelector("#captions span.now");
+            return { ...now, shown: shown ? shown.textContent : null, at: performance.now() };
+        }"""))
+        await page.wait_for_timeout(200)
+    words = await page.evaluate("() => window.voiceCaptions.words()")
+    await page.screenshot(path=str(artifacts / "browser-captions.png"), full_page=True)
+    for sample in samples:
+        assert sample["shown"] == word_at(words, sample["playedMs"]), sample
+    assert sum(sample["shown"] is not None for sample in samples) >= 8, "most samples fall inside a word"
+    # The playhead is the audio's: it advances as wall time does while the answer plays.
+    advance = samples[-1]["playedMs"] - samples[0]["playedMs"]
+    wall = samples[-1]["at"] - samples[0]["at"]
+    assert abs(advance - wall) < 250, (advance, wall)

@@ -50,13 +50,16 @@ def test_a_fetched_model_is_kept_only_when_its_digest_matches(file_server, tmp_p
 
 
 def test_the_engine_serves_the_model_named_in_the_environment_and_logs_its_provider(
-        file_server, monkeypatch, caplog):
+        file_server, monkeypatch, caplog, tmp_path):
     _, directory = file_server
+    monkeypatch.setenv("VOICE_AGENT_CACHE", str(tmp_path))
     monkeypatch.setenv(MODEL_FILE_ENV, str(directory / "kokoro-other.onnx"))
     with caplog.at_level(logging.INFO, logger="tts_server.engine"):
         engine = KokoroEngine.load(threads=1)
     assert engine.provider == "CPUExecutionProvider"  # this machine's onnxruntime has no CUDA
-    assert "engine: kokoro-other.onnx on CPUExecutionProvider (available: " in caplog.text
+    # Served with its durations added (it is the same export as the packaged model), so it times words.
+    assert "engine: kokoro-other.timed.onnx on CPUExecutionProvider (available: " in caplog.text
+    assert engine.timed and "word timings on" in caplog.text
     assert len(b"".join(engine.synthesize("Hello."))) > 24_000 * 2 * 0.2  # it speaks
 
     monkeypatch.setenv(MODEL_FILE_ENV, str(directory / "absent.onnx"))

@@ -192,3 +192,19 @@ async def test_websocket_pings_are_answered(tts_server):
     async with connect(tts_server.ws_url, ping_interval=None) as ws:
         latency = await asyncio.wait_for(await ws.ping(), 5)
     assert latency >= 0
+
+
+async def test_a_requests_words_come_before_the_audio_that_speaks_them(tts_server):
+    async with connect(tts_server.ws_url) as ws:
+        await ws.send(synthesize("w", SENTENCE))
+        kinds, words = [], []
+        while not kinds or kinds[-1] != "complete":
+            message = protocol.parse_server_message(await asyncio.wait_for(ws.recv(), 60))
+            kind = {bytes: "audio", protocol.Words: "words", protocol.SynthesisStart: "start",
+                    protocol.SynthesisComplete: "complete"}[type(message)]
+            kinds.append(kind)
+            if isinstance(message, protocol.Words):
+                words += message.words
+    assert kinds[:3] == ["start", "words", "audio"] and set(kinds[3:-1]) == {"audio"}
+    assert [word.word for word in words] == SENTENCE.split()
+    assert all(0 < word.start_ms < word.end_ms for word in words)

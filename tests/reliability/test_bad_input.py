@@ -58,12 +58,16 @@ async def test_text_limits(limited_tts, text, expected):
         first = protocol.parse_server_message(await ws.recv())
         if expected == "audio":
             assert isinstance(first, protocol.SynthesisStart)
-            audio = 0
+            audio, words = 0, []
             while not isinstance(message := protocol.parse_server_message(await ws.recv()),
                                  protocol.SynthesisComplete):
-                assert isinstance(message, bytes)
-                audio += len(message)
+                assert isinstance(message, (bytes, protocol.Words))
+                if isinstance(message, bytes):
+                    audio += len(message)
+                else:
+                    words += [word.word for word in message.words]
             assert audio == message.stats["audio_bytes"] > 0
+            assert words and all(word.isprintable() for word in words), "the words timed are readable ones"
         else:
             assert isinstance(first, protocol.Error) and first.code == expected, first
             assert first.message

@@ -45,3 +45,29 @@ def parse_sse(body: bytes) -> list[dict]:
     assert [event["seq"] for event in parsed] == list(range(len(parsed)))
     assert [event["type"] in events.TERMINAL for event in parsed] == [False] * (len(parsed) - 1) + [True]
     return parsed
+
+
+def heard_by(events: list[dict], played_ms: float) -> str:
+    """What a listener heard of a pcm16 answer by ``played_ms`` of its audio, worked out from the
+    events alone: the chunks whose audio had ended before a later chunk's began (as written), then
+    the words of the chunk playing at that point whose middle had been played and received (as
+    spoken). Chunks without audio are skipped."""
+    audio_ms: dict[int, float] = {}
+    for event in events:
+        if event["type"] == "audio":
+            audio_ms[event["index"]] = audio_ms.get(event["index"], 0.0) + len(event["audio"]) / 2 * 1000 / 24_000
+    words = {event["index"]: event["words"] for event in events if event["type"] == "words"}
+    voiced = [event for event in events if event["type"] == "sentence" and event["index"] in audio_ms]
+    parts, start = [], 0.0
+    for number, sentence in enumerate(voiced):
+        end = start + audio_ms[sentence["index"]]
+        if start >= played_ms:
+            break
+        if end <= played_ms and number + 1 < len(voiced):
+            parts.append(sentence["text"])
+        else:
+            reached = min(played_ms, end)
+            parts += [w["word"] for w in words[sentence["index"]] if (w["start_ms"] + w["end_ms"]) / 2 <= reached]
+            break
+        start = end
+    return " ".join(parts)

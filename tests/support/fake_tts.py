@@ -15,11 +15,30 @@ import numpy as np
 import tts_protocol as protocol
 from agent.transports import TransportClosed
 from tts_protocol.server import EndOfInput, Job, Reply, ServerSession
+from tts_server.model_files import SAMPLES_PER_FRAME
+from tts_server.word_timing import PAUSES, Piece, spans
 
 SAMPLES_PER_CHARACTER = 240
 """10 ms of audio per character of text, the order of a real voice's pace."""
 FRAME_SAMPLES = 4_800
 """200 ms per audio frame, as the real container sends."""
+
+
+def fake_words(text: str) -> list[protocol.Word]:
+    """When :func:`fake_pcm` "speaks" each word of ``text``: character i sounds from i x 10 ms, and a
+    word runs from its first letter to its last (trailing punctuation is its pause)."""
+    words, position = [], 0
+    for word in text.split():
+        start = text.index(word, position)
+        position = start + len(word)
+        spoken = [index for index, char in enumerate(word) if char not in PAUSES]
+        if spoken:
+            words.append(protocol.Word(word, _ms(start + spoken[0]), _ms(start + spoken[-1] + 1)))
+    return words
+
+
+def _ms(characters: int) -> float:
+    return round(characters * SAMPLES_PER_CHARACTER * 1000 / protocol.SAMPLE_RATE, 1)
 
 
 def fake_pcm(text: str) -> bytes:
@@ -106,6 +125,8 @@ class FakeTransport:
             return await self._emit(machine.fail(job, protocol.UNKNOWN_VOICE, f"unknown voice {request.voice!r}"))
         await asyncio.sleep(self._fake.delay)
         await self._emit(machine.start(job))
+        for message in machine.words(job, fake_words(request.text)):
+            await self._emit(message)
         pcm = fake_pcm(request.text)
         frame_bytes = FRAME_SAMPLES * protocol.SAMPLE_WIDTH
         for offset in range(0, len(pcm), frame_bytes):
@@ -137,11 +158,18 @@ class StubEngine:
             raise UnknownVoiceError(f"unknown voice {name!r}; available: {', '.join(self.voices)}")
         return name
 
-    def phonemize(self, text: str) -> list[str]:
-        return [text] if any(character.isalpha() for character in text) else []
+    def phonemize(self, text: str) -> list[Piece]:
+        """One piece, the text itself, each character a "phoneme"."""
+        if not any(character.isalpha() for character in text):
+            return []
+        words = text.split()
+        owners = [index for index, word in enumerate(words) for _ in word]
+        return [Piece(text, spans(words, owners, 0, text))]
 
-    def infer(self, phonemes: str, voice: str, speed: float = 1.0) -> bytes:
-        return fake_pcm(phonemes)
+    def infer(self, phonemes: str, voice: str, speed: float = 1.0) -> tuple[bytes, list[float]]:
+        """:func:`fake_pcm`, and durations that say what :func:`fake_words` says."""
+        frames = SAMPLES_PER_CHARACTER / SAMPLES_PER_FRAME
+        return fake_pcm(phonemes), [0.0, *[frames] * len(phonemes), 0.0]
 
     def warm_up(self) -> float:
         return 1.0

@@ -86,7 +86,7 @@ def test_an_answer_that_stops_before_its_end_is_an_error():
 def test_every_error_code_is_in_the_schema_and_every_event_type_has_a_variant():
     schema = events.schema()
     kinds = {variant["properties"]["type"]["const"] for variant in schema["oneOf"]}
-    assert kinds == {events.START, events.TEXT, events.SENTENCE, events.AUDIO, events.END, events.ERROR}
+    assert kinds == {events.START, events.TEXT, events.SENTENCE, events.WORDS, events.AUDIO, events.END, events.ERROR}
     error = next(v for v in schema["oneOf"] if v["properties"]["type"]["const"] == events.ERROR)
     assert error["properties"]["code"]["enum"] == list(events.ERROR_CODES)
     start = next(v for v in schema["oneOf"] if v["properties"]["type"]["const"] == events.START)
@@ -99,6 +99,21 @@ def test_the_browser_page_speaks_the_caller_protocol():
     assert re.search(rf'type:\s*"{requests.ASK}"', page) and re.search(rf'type:\s*"{requests.CANCEL}"', page)
     assert f'"{requests.WS_PATH}"' in page or f"'{requests.WS_PATH}'" in page or f"{requests.WS_PATH}`" in page
     for kind in re.findall(r'case "(\w+)"', page):
-        assert kind in (events.START, events.TEXT, events.SENTENCE, events.AUDIO, events.END, events.ERROR), kind
+        assert kind in (events.START, events.TEXT, events.SENTENCE, events.WORDS, events.AUDIO, events.END,
+                        events.ERROR), kind
     for fmt in re.findall(r'format:\s*"(\w+)"', page):
         assert fmt in requests.FORMATS
+    assert f"{requests.PLAYED_MS}:" in page and f"payload.{requests.PLAYED_MS}" in page
+
+
+def test_a_cancel_or_an_ask_may_say_how_much_of_the_answer_was_played():
+    assert requests.parse_ws_message(requests.encode_cancel(1234.5)) == requests.Cancel(1234.5)
+    assert requests.parse_ws_message(requests.encode_cancel()) == requests.Cancel(None)
+    ask = requests.parse_ws_message(requests.encode_ask(requests.VoiceRequest("Next?"), played_ms=80))
+    assert ask == requests.Ask(requests.VoiceRequest("Next?"), 80.0)
+
+
+@pytest.mark.parametrize("played", ["-1", '"12"', "true", "1e999", "[]"])
+def test_a_played_position_that_is_not_a_number_of_milliseconds_is_refused(played):
+    with pytest.raises(requests.UnreadableMessage, match="played_ms"):
+        requests.parse_ws_message(f'{{"type": "cancel", "played_ms": {played}}}')

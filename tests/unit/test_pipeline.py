@@ -8,14 +8,16 @@ import asyncio
 
 import pytest
 
+from agent.audio_encoding import FORMATS
 from agent.chunker import SentenceChunker
+from agent.conversation import INTERRUPTED
 from agent.llm.replay import ReplayModel, load_recording
-from agent.pipeline import VoicePipeline
+from agent.pipeline import BargeIn, VoicePipeline
 from agent.speech_text import SpeechText
 from agent.tts_client import TTSSession
 from caller_protocol import VoiceRequest
-from tests.support.answers import EVENT_SCHEMA, expected_sentences
-from tests.support.fake_tts import FakeTTS, fake_pcm
+from tests.support.answers import EVENT_SCHEMA, expected_sentences, heard_by
+from tests.support.fake_tts import FakeTTS, fake_pcm, fake_words
 
 
 class FailingModel(ReplayModel):
@@ -74,6 +76,23 @@ async def test_an_answer_is_every_sentence_spoken_in_order_then_its_end():
     metrics = events[-1]["metrics"]
     assert metrics["sentences"] == len(sentences) and metrics["cancelled"] is False
     assert metrics["audio_bytes"] == sum(len(data) for data in audio_of(events).values())
+
+
+@pytest.mark.parametrize("fmt", ["pcm16", "mp3"])
+async def test_each_chunks_words_come_before_its_audio_on_the_answers_one_timeline(fmt):
+    events = checked(await collect(pipeline(FakeTTS()).answer(VoiceRequest("Go.", format=fmt))))
+    speech = {event["index"]: event["speech"] for event in events if event["type"] == "sentence"}
+    delay_ms = FORMATS[fmt].delay_samples * 1000 / 24_000
+    start_ms = 0.0
+    for index in sorted(speech):
+        timed = [event for event in events if event["type"] == "words" and event["index"] == index]
+        first_audio = next(i for i, event in enumerate(events) if event["type"] == "audio" and event["index"] == index)
+        assert len(timed) == 1 and events.index(timed[0]) < first_audio, "the words come before their audio"
+        shift = start_ms + delay_ms
+        expected = [(word.word, round(word.start_ms + shift, 1), round(word.end_ms + shift, 1))
+                    for word in fake_words(speech[index])]
+        assert [(word["word"], word["start_ms"], word["end_ms"]) for word in timed[0]["words"]] == expected
+        start_ms += len(fake_pcm(speech[index])) / 2 * 1000 / 24_000
 
 
 async def test_batch_mode_speaks_the_whole_answer_as_one_chunk_after_the_model_ends():
@@ -189,3 +208,62 @@ async def test_an_answer_cancelled_again_while_it_stops_still_stops_every_stage(
         await asyncio.sleep(0.05)
     assert len(asyncio.all_tasks()) == tasks_before, "a stage or the session outlived the answer"
     assert "answer abandoned by the caller" in caplog.text
+
+
+def position(events: list[dict], played: str) -> float:
+    """A playback position, named, worked out from the events of the first two chunks."""
+    first, second = (next(e for e in events if e["type"] == "words" and e["index"] == index)["words"]
+                     for index in (0, 1))
+    chunk_end = len(fake_pcm(next(e for e in events if e["type"] == "sentence")["speech"])) / 2 / 24
+    return {"before any audio": 0.0, "between sentences": chunk_end,
+            "inside the first": (first[0]["start_ms"] + first[0]["end_ms"]) / 2 + 1,
+            "mid-word": (second[2]["start_ms"] + second[2]["end_ms"]) / 2 + 1}[played]
+
+
+async def interrupted_at(played: str) -> tuple[list[dict], list[dict], float]:
+    """Barge in once the third chunk's audio arrives, saying the listener had played to the named
+    position; the events, the conversation after it, and the position."""
+    voice = pipeline(FakeTTS(), speed=1)
+    cancel = BargeIn()
+    events: list[dict] = []
+    async for event in voice.answer(VoiceRequest("Go."), "s", cancel):
+        events.append(event)
+        if event["type"] == "audio" and event["index"] == 2 and not cancel.is_set():
+            cancel.interrupt(position(events, played))
+    async with voice.conversations.turn("s") as (agent, _):
+        return events, agent.messages, position(events, played)
+
+
+@pytest.mark.parametrize("played", ["mid-word", "between sentences", "inside the first"])
+async def test_a_barge_in_that_says_where_playback_stopped_keeps_exactly_the_words_heard(played):
+    events, messages, played_ms = await interrupted_at(played)
+    assert events[-1]["type"] == "end" and events[-1]["metrics"]["cancelled"]
+    kept = messages[-1]["content"][0]["text"]
+    assert kept.endswith(INTERRUPTED)
+    said = kept.removesuffix(INTERRUPTED).strip()
+    assert said and said == heard_by(events, played_ms)
+
+
+async def test_a_barge_in_before_any_audio_was_played_leaves_no_trace_of_the_turn():
+    _, messages, _ = await interrupted_at("before any audio")
+    assert messages == []
+
+
+async def test_a_listener_who_stops_after_the_answer_completed_still_cuts_it_to_what_was_heard():
+    voice = pipeline(FakeTTS())
+    events = [event async for event in voice.answer(VoiceRequest("Go."), "after")]
+    assert events[-1]["type"] == "end" and not events[-1]["metrics"]["cancelled"]
+    played_ms = position(events, "mid-word")
+    assert await voice.played("after", played_ms)
+    async with voice.conversations.turn("after") as (agent, _):
+        assert agent.messages[-1]["content"][0]["text"] == f"{heard_by(events, played_ms)} {INTERRUPTED}"
+    assert not await voice.played("after", played_ms), "a later turn has begun: the earlier one stays"
+
+
+async def test_playback_that_reached_the_end_keeps_the_whole_answer():
+    voice = pipeline(FakeTTS())
+    events = [event async for event in voice.answer(VoiceRequest("Go."), "whole")]
+    total_ms = sum(len(event["audio"]) for event in events if event["type"] == "audio") / 48
+    assert not await voice.played("whole", total_ms)
+    async with voice.conversations.turn("whole") as (agent, _):
+        assert agent.messages[-1]["content"][0]["text"] == load_recording("long").text.strip()

@@ -8,7 +8,17 @@ import json
 import pytest
 
 import tts_protocol as protocol
-from tts_protocol.client import Audio, ClientSession, Completed, Failed, Notice, ProtocolViolation, Refused, Started
+from tts_protocol.client import (
+    Audio,
+    ClientSession,
+    Completed,
+    Failed,
+    Notice,
+    ProtocolViolation,
+    Refused,
+    Started,
+    Words,
+)
 from tts_protocol.server import EndOfInput, Job, Reply, ServerSession
 
 
@@ -69,6 +79,44 @@ def test_after_a_reconnection_each_byte_is_delivered_once_and_the_start_once():
     assert client.receive(protocol.encode_synthesis_complete(first))[0] == Completed(first, {})
 
 
+WORDS = (protocol.Word("Hello,", 12.5, 300.0), protocol.Word("there.", 350.0, 700.0))
+
+
+def test_words_come_before_the_audio_they_time_and_are_delivered_once_across_a_reconnection():
+    client = ClientSession()
+    request_id, _ = client.synthesize("Hello, there.")
+    words = protocol.encode_words(request_id, WORDS)
+    first = [event for frame in (start(request_id), *words, b"aaaa") for event in client.receive(frame)]
+    assert first == [Started(request_id, 24_000, "pcm16"), Words(request_id, WORDS), Audio(request_id, b"aaaa")]
+    client.resend()
+    again = [event for frame in (start(request_id), *words, b"aaaabb") for event in client.receive(frame)]
+    assert again == [Audio(request_id, b"bb")]
+
+
+def test_words_outside_their_synthesis_are_a_violation():
+    client = ClientSession()
+    request_id, _ = client.synthesize("Hi.")
+    with pytest.raises(ProtocolViolation):
+        client.receive(protocol.encode_words(request_id, WORDS)[0])
+
+
+def test_many_words_are_split_into_messages_that_each_fit_a_control_frame():
+    words = [protocol.Word("w" * (index % 150), index * 10.0, index * 10.0 + 5) for index in range(1_000)]
+    messages = protocol.encode_words("r", words)
+    assert len(messages) > 1 and all(len(message.encode()) <= protocol.MAX_CONTROL_BYTES for message in messages)
+    parsed = [word for message in messages for word in protocol.parse_server_message(message.encode()).words]
+    assert [word.start_ms for word in parsed] == [word.start_ms for word in words]
+    assert max(len(word.word) for word in parsed) == protocol.MAX_WORD_CHARS
+
+
+@pytest.mark.parametrize("entry", [{"word": 1, "start_ms": 0, "end_ms": 1}, {"word": "a", "start_ms": "0", "end_ms": 1},
+                                   {"word": "a", "start_ms": True, "end_ms": 1}, "a"])
+def test_a_malformed_words_message_is_not_a_control_message(entry):
+    message = json.dumps({"type": protocol.WORDS, "request_id": "r", "words": [entry]})
+    with pytest.raises(ValueError):
+        protocol.parse_server_message(message)
+
+
 def test_a_refused_session_fails_every_request_at_once():
     client = ClientSession()
     ids = [client.synthesize(text)[0] for text in ("One.", "Two.")]
@@ -114,6 +162,14 @@ def test_cancel_stops_the_audio_of_every_unanswered_request_and_answers_each_can
     assert server.receive(json.dumps({"type": "cancel"})) is None
     assert server.start(jobs[0]) is None and server.audio(jobs[0], b"pcm") is None
     assert [json.loads(server.complete(each))["code"] for each in jobs] == [protocol.CANCELLED] * 2
+
+
+def test_a_cancelled_request_sends_no_more_words():
+    server = ServerSession()
+    job = server.receive(protocol.encode_synthesize(protocol.Synthesize("a", "Hello, there.")))
+    assert server.words(job, WORDS) == protocol.encode_words("a", WORDS)
+    server.receive(protocol.encode_cancel())
+    assert server.words(job, WORDS) == []
 
 
 def test_a_message_naming_no_request_is_answered_at_once_and_the_session_goes_on():

@@ -19,11 +19,13 @@ __all__ = ["Answer", "CallerError", "Options", "StreamBroken", "ask", "new_sessi
 
 async def ask(prompt: str, options: Options | None = None, *,
               on_event: Callable[[dict[str, Any]], None] | None = None,
-              cancel_after: Callable[[Answer], bool] | None = None) -> Answer:
+              cancel_after: Callable[[Answer], bool] | None = None,
+              played: Callable[[], float] | None = None) -> Answer:
     """Ask once and collect the answer. ``on_event`` sees each event as it arrives (an audio
     event's bytes in ``event["data"]``). On the ``/ws`` legs, ``cancel_after(answer)`` is asked
     after every event; when it says yes the caller sends ``cancel`` (barge-in) and collects the
-    answer's remaining events.
+    answer's remaining events. ``played()`` says how much of the answer the listener has played:
+    on the ``/ws`` legs, an ask that is cancelled (Ctrl-C) then tells the agent so.
 
     Raises :class:`CallerError` for a refused request, an ``error`` event or a malformed answer,
     and :class:`StreamBroken` when the stream ends before the answer does."""
@@ -31,7 +33,7 @@ async def ask(prompt: str, options: Options | None = None, *,
     if options.ws:
         from voice_agent.caller.websocket import ask_over_ws
 
-        return await ask_over_ws(prompt, options, on_event, cancel_after)
+        return await ask_over_ws(prompt, options, on_event, cancel_after, played)
     if cancel_after is not None:
         raise ValueError("cancel_after needs the /ws leg (Options(ws=True))")
     if options.runtime_arn:

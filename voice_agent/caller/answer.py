@@ -77,6 +77,8 @@ class Answer:
     sentences: dict[int, str] = field(default_factory=dict)
     audio_by_sentence: dict[int, int] = field(default_factory=dict)
     """Bytes of audio received per sentence index."""
+    words: list[dict[str, Any]] = field(default_factory=list)
+    """Each word heard, with its sentence's ``index`` and ``start_ms``/``end_ms`` on the answer's audio."""
     event_types: list[str] = field(default_factory=list)
     time_to_first_text_ms: float | None = None
     time_to_first_audio_ms: float | None = None
@@ -102,7 +104,7 @@ class Answer:
         return {"mode": self.mode, "format": self.format, "time_to_first_text_ms": self.time_to_first_text_ms,
                 "time_to_first_audio_ms": self.time_to_first_audio_ms, "total_ms": self.total_ms,
                 "audio_seconds": round(self.audio_seconds, 3), "sentences": len(self.sentences), "text": self.text,
-                "server": self.server_metrics}
+                "words": self.words, "server": self.server_metrics}
 
     def apply(self, event: dict[str, Any], elapsed_ms: float) -> None:
         kind = event["type"]
@@ -113,6 +115,8 @@ class Answer:
             self.text += event["text"]
         elif kind == events.SENTENCE:
             self.sentences[event["index"]] = event["text"]
+        elif kind == events.WORDS:
+            self.words += [{"index": event["index"], **word} for word in event["words"]]
         elif kind == events.AUDIO:
             if self.time_to_first_audio_ms is None:
                 self.time_to_first_audio_ms = elapsed_ms

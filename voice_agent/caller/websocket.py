@@ -16,9 +16,13 @@ from caller_protocol import MAX_LINE_BYTES, SESSION_HEADER, WS_PATH, encode_ask,
 from voice_agent.caller.answer import OPEN_TIMEOUT, Answer, CallerError, Collector, Options, new_session_id
 from voice_agent.caller.runtime import arn_region
 
+INTERRUPT_TIMEOUT = 2.0
+"""Seconds to tell the agent the listener stopped, before giving up on it."""
+
 
 async def ask_over_ws(prompt: str, options: Options, on_event: Callable[[dict[str, Any]], None] | None,
-                      cancel_after: Callable[[Answer], bool] | None) -> Answer:
+                      cancel_after: Callable[[Answer], bool] | None,
+                      played: Callable[[], float] | None = None) -> Answer:
     if options.runtime_arn:
         url, headers, user_agent = _signed(options)
     else:
@@ -41,7 +45,23 @@ async def ask_over_ws(prompt: str, options: Options, on_event: Callable[[dict[st
                         cancelled = True
             except websockets.ConnectionClosed as exc:
                 raise collector.broken(exc) from exc
+            except asyncio.CancelledError:  # the listener interrupted (Ctrl-C): say how far playback got
+                if played is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(connection.send(encode_cancel(played())), INTERRUPT_TIMEOUT)
+                raise
     return collector.finish()
+
+
+async def stopped_playing(options: Options, played_ms: float) -> None:
+    """The listener stopped an answer that had already ended at ``played_ms`` of its audio: tell
+    the agent, on a connection of the same session, so it keeps only what was heard."""
+    url, headers, _ = _signed(options) if options.runtime_arn else (
+        options.url.rstrip("/").replace("http://", "ws://", 1).replace("https://", "wss://", 1) + WS_PATH,
+        {SESSION_HEADER: options.session_id} if options.session_id else {}, None)
+    async with asyncio.timeout(INTERRUPT_TIMEOUT * 2), _refusals_as_caller_errors(url):
+        async with websockets.connect(url, additional_headers=headers, open_timeout=OPEN_TIMEOUT) as connection:
+            await connection.send(encode_cancel(played_ms))
 
 
 def _signed(options: Options) -> tuple[str, dict[str, str], str | None]:

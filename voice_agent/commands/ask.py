@@ -16,11 +16,51 @@ DESCRIPTION = ("Ask the agent one question. The answer's text is printed as it s
                "with --runtime-arn.")
 
 
+class _Listener:
+    """What the caller does with an answer as it streams: print the text (or, with captions, each
+    word as it is heard), play the audio, and know how much of it has been played."""
+
+    def __init__(self, args: argparse.Namespace, player: Any) -> None:
+        from voice_agent.playback import Captions, PlaybackClock
+
+        self.out = sys.stderr if args.json else sys.stdout
+        self.player = player
+        self.clock = PlaybackClock()
+        self.captions = Captions(self.clock, self.out) if args.captions else None
+        self.pcm = args.format in ("pcm16", "wav")  # else the audio's length is known only from its words
+        self.received = 0
+
+    def show(self, event: dict[str, Any]) -> None:
+        if event["type"] == "text" and self.captions is None:
+            print(event["text"], end="", file=self.out, flush=True)
+        elif event["type"] == "words":
+            if self.captions is not None:
+                self.captions.add(event["words"])
+            if not self.pcm:
+                self.clock.received(event["words"][-1]["end_ms"])
+        elif event["type"] == "audio":
+            if not self.received and self.captions is None:
+                print(" [audio]", end="", file=self.out, flush=True)
+            self.received += len(event["data"])
+            if self.player is not None:
+                self.player.write(event["data"])
+                self.clock.start()
+            if self.pcm:
+                self.clock.received(self.received / 48)  # 24 kHz, 2 bytes a sample
+
+    def finish(self, *, interrupted: bool) -> None:
+        """Let playback finish, or (the listener interrupted) stop it at once."""
+        if self.captions is not None:
+            self.captions.stop() if interrupted else self.captions.close()
+        if self.player is not None:
+            self.player.stop() if interrupted else self.player.close()
+
+
 def _ask(args: argparse.Namespace) -> int:
-    from voice_agent.caller import CallerError, Options, ask, write_audio
+    from voice_agent.caller import CallerError, Options, ask, new_session_id, write_audio
+    from voice_agent.caller.websocket import stopped_playing
     from voice_agent.playback import Player, player_command
 
-    text_out = sys.stderr if args.json else sys.stdout
     player = None
     if args.play or args.player:
         command = args.player or player_command(args.format)
@@ -29,30 +69,30 @@ def _ask(args: argparse.Namespace) -> int:
                   "or alsa-utils (aplay) for pcm16/wav, or name one with --player", file=sys.stderr)
             return 2
         player = Player(command)
-    received = {"bytes": 0}
-
-    def show(event: dict[str, Any]) -> None:
-        """Live progress: the text as it streams, and where in it the first audio arrived."""
-        if event["type"] == "text":
-            print(event["text"], end="", file=text_out, flush=True)
-        elif event["type"] == "audio":
-            if not received["bytes"]:
-                print(" [audio]", end="", file=text_out, flush=True)
-            received["bytes"] += len(event["data"])
-            if player is not None:
-                player.write(event["data"])
-
+    if args.captions and player is None:
+        print("--captions prints each word as it is played: it needs --play or --player", file=sys.stderr)
+        return 2
+    listener = _Listener(args, player)
+    # Playing over /ws, an interruption is told to the agent on the same session, so that session needs a name.
+    session_id = args.session_id or (new_session_id() if args.ws and player is not None else None)
     options = Options(url=args.url, ws=args.ws, runtime_arn=args.runtime_arn, qualifier=args.qualifier,
                       region=args.region, endpoint_url=args.endpoint_url, mode=args.mode, voice=args.voice,
-                      speed=args.speed, format=args.format, session_id=args.session_id, timeout=args.timeout)
+                      speed=args.speed, format=args.format, session_id=session_id, timeout=args.timeout)
+    played = listener.clock.stop if player is not None else None  # asked once, when the listener interrupts
     try:
-        answer = asyncio.run(ask(args.question, options, on_event=show))
+        answer = asyncio.run(ask(args.question, options, on_event=listener.show, played=played))
+        listener.finish(interrupted=False)
+    except KeyboardInterrupt:
+        listener.clock.stop()
+        listener.finish(interrupted=True)
+        if args.ws and player is not None:  # the answer may have ended already: tell the agent where we stopped
+            asyncio.run(stopped_playing(options, listener.clock.played_ms()))
+        print(f"\ninterrupted after {listener.clock.played_ms() / 1000:.1f} s of the answer", file=sys.stderr)
+        return 130
     except (CallerError, OSError, TimeoutError) as exc:
+        listener.finish(interrupted=True)
         print(f"\nerror: {exc}", file=sys.stderr)
         return 1
-    finally:
-        if player is not None:
-            player.close()
     if args.out:
         write_audio(args.out, answer)
     _report(answer, args)
@@ -95,9 +135,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     ask.add_argument("--format", choices=FORMATS, default=DEFAULT_FORMAT,
                      help="audio format: pcm16 (raw, saved as WAV), wav, mp3 (48 kbps), aac (32 kbps, fragmented "
                           "MP4), opus (Ogg); each answer is one continuous stream")
+    ask.add_argument("--captions", action="store_true", help="with --play or --player: print each word as it is "
+                                                             "heard instead of the text as it streams")
+    # Ctrl-C while an answer plays over --ws stops it and tells the agent how much was heard.
     ask.add_argument("--out", help="write the answer's audio to this file")
-    ask.add_argument("--json", action="store_true", help="print one JSON object with the timings and the text "
-                                                         "on standard output (the live text goes to stderr)")
+    ask.add_argument("--json", action="store_true", help="print one JSON object with the timings, the text and "
+                                                         "each word's start and end on standard output (the live "
+                                                         "text goes to stderr)")
     ask.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                      help=f"seconds the whole answer may take (default: {DEFAULT_TIMEOUT:.0f})")
     ask.add_argument("--runtime-arn", help="ask a deployed agent through AgentCore's InvokeAgentRuntime (SigV4 "

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-BENCH_SUITES = ("chunker", "tts", "agent", "encoding", "capacity", "overhead", "reliability", "local_model")
+BENCH_SUITES = ("chunker", "tts", "agent", "encoding", "capacity", "overhead", "reliability", "local_model",
+               "timings")
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -27,7 +28,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                             "the caller's formats' bit rates and Base64 growth over 24 clips; capacity: "
                             "concurrent sessions against one TTS server; overhead: first audio minus (first "
                             "chunk ready + its inference); reliability: load to 16 sessions and fuzzing; "
-                            "local_model: the offline model's tokens per second and its build's CPU features")
+                            "local_model: the offline model's tokens per second and its build's CPU features; timings: "
+                            "word timings against a speech recogniser and the speech onset")
     bench.add_argument("--out-dir", default="results", help="where results go (default: results)")
     bench.add_argument("--trials", type=int, help="trials per measurement (default: each suite's own)")
     bench.add_argument("--quick", action="store_true",

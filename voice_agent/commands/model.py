@@ -1,4 +1,5 @@
-"""``voice-agent prepare-model``: assemble and verify the Kokoro model in the cache, and fetch others."""
+"""``voice-agent prepare-model``: assemble and verify the Kokoro model in the cache, add its
+durations output (word timings), and fetch others."""
 
 from __future__ import annotations
 
@@ -7,16 +8,22 @@ import sys
 
 
 def _prepare_model(args: argparse.Namespace) -> int:
-    from tts_server.model_files import ModelFileError, ensure_model, fetch_verified
+    from tts_server.model_files import ModelFileError, NoDurations, ensure_model, fetch_verified, with_durations
 
-    print(f"model ready: {ensure_model(progress=print)}")
     try:
+        print(f"model ready: {with_durations(ensure_model(progress=print), progress=print)}")
         for kind in ("model", "voices"):
             url, digest = getattr(args, f"{kind}_url"), getattr(args, f"{kind}_sha256")
             if url:
                 if not digest:
                     raise ModelFileError(f"--{kind}-url needs --{kind}-sha256: nothing is kept unverified")
-                print(f"{kind} ready: {fetch_verified(url, digest, progress=print)}")
+                fetched = fetch_verified(url, digest, progress=print)
+                print(f"{kind} ready: {fetched}")
+                if kind == "model":
+                    try:
+                        with_durations(fetched, progress=print)
+                    except NoDurations as exc:
+                        print(f"prepare-model: {exc}")
     except (ModelFileError, OSError) as exc:
         print(f"prepare-model: {exc}", file=sys.stderr)
         return 1

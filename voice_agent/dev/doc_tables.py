@@ -53,8 +53,10 @@ def caller_events() -> str:
             if name in ("type", "seq"):
                 continue
             rows.append(_row(f"`{kind}`", f"`{name}`", _type(spec), spec.get("description", "")))
-            for inner, inner_spec in spec.get("properties", {}).items():
-                rows.append(_row(f"`{kind}`", f"`{name}.{inner}`", _type(inner_spec),
+            inner_specs = spec.get("properties") or spec.get("items", {}).get("properties", {})
+            for inner, inner_spec in inner_specs.items():
+                path = f"{name}[].{inner}" if spec.get("type") == "array" else f"{name}.{inner}"
+                rows.append(_row(f"`{kind}`", f"`{path}`", _type(inner_spec),
                                  inner_spec.get("description", "")))
     return "\n".join(rows)
 

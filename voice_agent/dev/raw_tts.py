@@ -8,7 +8,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from tts_protocol.client import Audio, ClientSession, Completed, Failed, Started
+from tts_protocol.client import Audio, ClientSession, Completed, Failed, Started, Words
 
 REPLY_TIMEOUT = 30.0
 """Seconds to wait for each frame."""
@@ -16,10 +16,12 @@ REPLY_TIMEOUT = 30.0
 
 @dataclass
 class Outcome:
-    """One request's answer: its events (``Started``, then ``Completed`` or ``Failed``) and audio."""
+    """One request's answer: its events (``Started``, then ``Completed`` or ``Failed``), its audio
+    and when its words are spoken."""
 
     events: list[Any] = field(default_factory=list)
     audio: bytearray = field(default_factory=bytearray)
+    words: list[Any] = field(default_factory=list)
 
     @property
     def final(self) -> Completed | Failed:
@@ -45,6 +47,9 @@ async def read_answers(ws: Any, request_ids: list[str], *, first: str | bytes | 
         for event in client.receive(frame):
             if isinstance(event, Audio):
                 outcomes[event.request_id].audio += event.data
+                continue
+            if isinstance(event, Words):
+                outcomes[event.request_id].words += event.words
                 continue
             if isinstance(event, Started):
                 order.append(event.request_id)
