@@ -86,6 +86,8 @@ def markdown(results: dict[str, Any], recording: str) -> str:
 
 QUICK_RECORDING = "short"
 """With ``quick``: the shortest packaged answer instead of ``clauses``."""
+QUICK_CONFIGURATIONS = ("incremental", "batch")
+"""With ``quick``: the two configurations the ratio needs."""
 
 
 def main(out_dir: Path, trials: int = 3, recording: str = "clauses", quick: bool = False) -> dict[str, Any]:
@@ -95,6 +97,8 @@ def main(out_dir: Path, trials: int = 3, recording: str = "clauses", quick: bool
         tts = stack.enter_context(servers.running(servers.start_tts_server(progress=print)))
         urls = {}
         for name, (_, env) in CONFIGURATIONS.items():
+            if quick and name not in QUICK_CONFIGURATIONS:
+                continue
             agent = servers.start_agent_server(tts.ws_url, replay=recording, env=env)
             urls[name] = stack.enter_context(servers.running(agent)).http_url
         results = asyncio.run(measure(urls, load_recording(recording).meta.get("prompt", "Go."), trials))

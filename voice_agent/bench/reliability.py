@@ -306,9 +306,9 @@ def markdown(results: dict[str, Any]) -> str:
         f"same connection afterwards was answered with audio: {ws['valid_ask_after']}."])
 
 
-QUICK_LEVELS, QUICK_MAX_SESSIONS = (1, 2, 4), 2
+QUICK_LEVELS, QUICK_MAX_SESSIONS, QUICK_FUZZ = (1, 2, 4), 2, 100
 """With ``quick``: the load levels, against a server that takes this many sessions (so the last
-level still sees refusals)."""
+level still sees refusals), and the fuzz inputs per leg."""
 
 
 async def measure(tts: servers.Server, agent: servers.Server, fuzz_count: int, *, levels: tuple[int, ...],
@@ -326,7 +326,7 @@ def main(out_dir: Path, trials: int = 1, fuzz_count: int = 400, quick: bool = Fa
     with servers.running(servers.start_tts_server(extra_args=["--max-sessions", str(max_sessions)],
                                                   progress=print)) as tts:
         with servers.running(servers.start_agent_server(tts.ws_url, replay="short")) as agent:
-            results = asyncio.run(measure(tts, agent, fuzz_count * (1 if quick else trials), levels=levels,
+            results = asyncio.run(measure(tts, agent, QUICK_FUZZ if quick else fuzz_count * trials, levels=levels,
                                           max_sessions=max_sessions))
     write_results(out_dir, "reliability", results, markdown(results))
     return results
