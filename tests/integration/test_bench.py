@@ -116,5 +116,6 @@ def test_the_local_model_benchmark_runs_once_and_reports_its_build(tmp_path):
 def test_the_timings_benchmark_runs_once_and_reports_both_clocks(tmp_path):
     results = run_suite("timings", tmp_path)
     assert results["sentences"] == timings.QUICK_SENTENCES and results["words_timed"] == results["words"]
-    assert results["start_vs_recogniser_ms"]["trials"] > 10 and results["first_start_vs_onset_ms"]["trials"] == 6
+    assert results["start_vs_recogniser_ms"]["trials"] > 5
+    assert results["first_start_vs_onset_ms"]["trials"] == timings.QUICK_SENTENCES
     assert "| word times against |" in (tmp_path / "timings.md").read_text()
