@@ -70,15 +70,19 @@ _ABBREVIATIONS = [
 ]
 
 _NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
-_MONEY = re.compile(rf"([$€£])\s?({_NUMBER})(?:\s?(k|m|mn|b|bn|t|thousand|million|billion|trillion)\b)?",
-                    re.IGNORECASE)
+_MONEY = re.compile(rf"(?:(?<![\w-])(-))?([$€£])\s?({_NUMBER})"
+                    rf"(?:\s?(k|m|mn|b|bn|t|thousand|million|billion|trillion)\b)?", re.IGNORECASE)
 _PERCENT = re.compile(rf"(-?)({_NUMBER})\s?%")
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _MONTH_DAY = re.compile(r"\b(" + "|".join(_MONTHS + list(_MONTH_ABBREVIATIONS)) + r")\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b")
-_TIME = re.compile(r"\b([01]?\d|2[0-3]):([0-5]\d)\b")
+_CLOCK_SECONDS = re.compile(r"\b(\d{1,2}):([0-5]\d):([0-5]\d)\b")
+_TIME = re.compile(r"\b([01]?\d|2[0-3]):([0-5]\d)\b(?=(\s?[ap]\.?\s?m\b)?)", re.IGNORECASE)
 _DOTTED = re.compile(r"\b(v)?(\d+(?:\.\d+){2,})\b")
 _VERSION = re.compile(r"\bv(\d+(?:\.\d+)+)\b")
-_ORDINAL = re.compile(r"\b(\d+)(st|nd|rd|th)\b")
+_ORDINAL = re.compile(r"(?<![\d,])(\d{1,3}(?:,\d{3})+|\d+)(st|nd|rd|th)\b")
+_DECADE = re.compile(r"(?<![\d,.])(1[1-9]\d0|20\d0)['’]?s\b", re.IGNORECASE)
+_THOUSANDS_SUFFIX = re.compile(rf"(?<![\w.])({_NUMBER})k\b", re.IGNORECASE)
+_LEADING_POINT = re.compile(r"(?<![\w.])\.(\d+)(?![\w.])")
 _YEAR = re.compile(r"(?<![\d,.])(1[1-9]\d{2}|20\d{2})(?![\d,.]|\s?%)")
 _UNIT_NAMES = "|".join(sorted(map(re.escape, _UNITS), key=len, reverse=True))
 _UNIT = re.compile(rf"(?<![\w.])({_NUMBER})\s?({_UNIT_NAMES})(?![\w/])", re.IGNORECASE)
@@ -93,10 +97,11 @@ def _number(text: str) -> str:
 
 
 def _money(match: re.Match[str]) -> str:
-    one, many, cent, cents = _CURRENCIES[match[1]]
-    amount = match[2].replace(",", "")
-    if match[3]:
-        return f"{_number(amount)} {_SCALES[match[3].lower()]} {many}"
+    sign = "minus " if match[1] else ""
+    one, many, cent, cents = _CURRENCIES[match[2]]
+    amount = match[3].replace(",", "")
+    if match[4]:
+        return f"{sign}{_number(amount)} {_SCALES[match[4].lower()]} {many}"
     whole, _, fraction = amount.partition(".")
     units = int(whole)
     words = f"{num2words(units)} {one if units == 1 else many}"
@@ -104,7 +109,7 @@ def _money(match: re.Match[str]) -> str:
         hundredths = int((fraction + "0")[:2])
         if hundredths:
             words += f" and {num2words(hundredths)} {cent if hundredths == 1 else cents}"
-    return words
+    return sign + words
 
 
 def _iso_date(match: re.Match[str]) -> str:
@@ -114,13 +119,29 @@ def _iso_date(match: re.Match[str]) -> str:
     return f"{_MONTHS[month - 1]} {num2words(day, to='ordinal')}, {num2words(year, to='year')}"
 
 
-def _time(match: re.Match[str]) -> str:
-    hours, minutes = int(match[1]), int(match[2])
+def _clock(hours: int, minutes: int, *, meridiem: bool = False) -> str:
+    """10:05 -> "ten oh five"; 9:00 -> "nine o'clock", or "nine" before "pm"."""
     if minutes == 0:
-        return f"{num2words(hours)} o'clock"
+        return num2words(hours) if meridiem else f"{num2words(hours)} o'clock"
     if minutes < 10:
         return f"{num2words(hours)} oh {num2words(minutes)}"
     return f"{num2words(hours)} {num2words(minutes)}"
+
+
+def _time(match: re.Match[str]) -> str:
+    return _clock(int(match[1]), int(match[2]), meridiem=bool(match[3]))
+
+
+def _clock_seconds(match: re.Match[str]) -> str:
+    """A time or duration to the second: "1:02:03" -> "one oh two and three seconds"."""
+    seconds = int(match[3])
+    return f"{_clock(int(match[1]), int(match[2]))} and {num2words(seconds)} {'second' if seconds == 1 else 'seconds'}"
+
+
+def _decade(match: re.Match[str]) -> str:
+    """"1980s" -> "nineteen eighties", "1900s" -> "nineteen hundreds"."""
+    year = num2words(int(match[1]), to="year")
+    return year[:-1] + "ies" if year.endswith("y") else year + "s"
 
 
 def _dotted(match: re.Match[str]) -> str:
@@ -139,10 +160,14 @@ _NUMBER_RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]
     (_RANGE_DASH, " to "),
     (_TIMES_SIGN, " times "),
     (_MONTH_DAY, lambda m: f"{_MONTH_ABBREVIATIONS.get(m[1], m[1])} {num2words(int(m[2]), to='ordinal')}"),
+    (_CLOCK_SECONDS, _clock_seconds),
     (_TIME, _time),
     (_DOTTED, _dotted),
     (_VERSION, lambda m: "version " + " point ".join(num2words(int(p)) for p in m[1].split("."))),
-    (_ORDINAL, lambda m: num2words(int(m[1]), to="ordinal")),
+    (_ORDINAL, lambda m: num2words(int(m[1].replace(",", "")), to="ordinal")),
+    (_DECADE, _decade),
+    (_THOUSANDS_SUFFIX, lambda m: f"{_number(m[1])} thousand"),
+    (_LEADING_POINT, lambda m: _number(f"0.{m[1]}")),
     (_UNIT, lambda m: f"{_number(m[1])} {_unit(m[1], m[2])}"),
     (_YEAR, lambda m: num2words(int(m[1]), to="year")),
     (_PLAIN_NUMBER, lambda m: f"{'minus ' if m[1] else ''}{_number(m[2])}"),

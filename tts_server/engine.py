@@ -91,16 +91,33 @@ def _providers() -> list[str]:
     return ["CUDAExecutionProvider", "CPUExecutionProvider"]
 
 
+GRAPH_OPTIMIZATION = {"disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+                      "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+                      "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+                      "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}
+"""ONNX Runtime's graph optimisation levels by name (``bench engine`` compares them)."""
+
+
+def session_options(threads: int | None = None, *, spinning: bool = True, graph: str = "all") -> ort.SessionOptions:
+    """One inference on every core (or ``threads``), operators in sequence. ``spinning``: the
+    worker threads busy-wait between operators (ONNX Runtime's default); ``graph``: a key of
+    :data:`GRAPH_OPTIMIZATION`."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or os.cpu_count() or 1
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = GRAPH_OPTIMIZATION[graph]
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    return options
+
+
 class KokoroEngine:
     """One loaded model and its voices. ``infer`` is thread-safe (ONNX Runtime sessions are), but
     the server runs one inference at a time so each gets every core."""
 
     def __init__(self, model_path: Path, voices: dict[str, np.ndarray], *, threads: int | None = None,
-                 default_voice: str = DEFAULT_VOICE) -> None:
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or os.cpu_count() or 1
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+                 default_voice: str = DEFAULT_VOICE, options: ort.SessionOptions | None = None) -> None:
+        options = options or session_options(threads)
         self._session = ort.InferenceSession(str(model_path), sess_options=options, providers=_providers())
         self.provider = self._session.get_providers()[0]
         self.timed = DURATIONS_OUTPUT in {output.name for output in self._session.get_outputs()}
@@ -118,8 +135,14 @@ class KokoroEngine:
 
     @classmethod
     def load(cls, voices_path: str | Path | None = None, *, threads: int | None = None,
-             default_voice: str = DEFAULT_VOICE) -> KokoroEngine:
-        return cls(model_path(), load_voices(voices_path), threads=threads, default_voice=default_voice)
+             default_voice: str = DEFAULT_VOICE, options: ort.SessionOptions | None = None) -> KokoroEngine:
+        return cls(model_path(), load_voices(voices_path), threads=threads, default_voice=default_voice,
+                   options=options)
+
+    @property
+    def options(self) -> ort.SessionOptions:
+        """The session options the model runs with."""
+        return self._session.get_session_options()
 
     def resolve_voice(self, voice: str | None) -> str:
         name = voice or self.default_voice

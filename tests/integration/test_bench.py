@@ -8,7 +8,7 @@ import pytest
 
 from tests.support.cli import run_cli
 from voice_agent.bench import agent as bench_agent
-from voice_agent.bench import capacity, encoding, overhead, reliability, timings
+from voice_agent.bench import capacity, encoding, engine, overhead, reliability, timings, voices
 from voice_agent.bench.chunker import QUICK_CASES
 
 
@@ -53,6 +53,12 @@ def test_the_tts_and_agent_benchmarks_run_once_and_write_results(tmp_path):
     assert set(agent["summary"]) == set(bench_agent.QUICK_CONFIGURATIONS) <= set(bench_agent.CONFIGURATIONS)
     assert agent["barge_in"]["agent_stop_ms"]["trials"] == 3 and agent["barge_in"]["agent_stop_ms"]["max"] >= 0
     assert agent["barge_in"]["caller_cancel_to_end_ms"]["p50"] > 0
+    stalls = agent["stalls"][bench_agent.QUICK_RECORDING]
+    assert set(stalls) == {str(level) for level in bench_agent.QUICK_STALL_LEVELS}
+    for level, figures in stalls.items():
+        assert len(figures["sessions"]) == int(level) and all(s["audio_ms"] > 0 for s in figures["sessions"])
+        assert figures["underruns"] == sum(s["underruns"] for s in figures["sessions"])
+    assert "underruns" in (tmp_path / "agent.md").read_text()
 
 
 def test_the_capacity_benchmark_runs_once_and_writes_results(tmp_path):
@@ -119,3 +125,31 @@ def test_the_timings_benchmark_runs_once_and_reports_both_clocks(tmp_path):
     assert results["start_vs_recogniser_ms"]["trials"] > 5
     assert results["first_start_vs_onset_ms"]["trials"] == timings.QUICK_SENTENCES
     assert "| word times against |" in (tmp_path / "timings.md").read_text()
+
+
+def test_the_voices_benchmark_runs_once_and_ranks_every_packaged_voice(tmp_path):
+    results = run_suite("voices", tmp_path)
+    assert sorted(results["ranking"]) == sorted(results["voices"]) and len(results["voices"]) == 5
+    assert results["sentences"] == {"plain": voices.QUICK_SENTENCES, "numbers": voices.QUICK_SENTENCES}
+    for figures in results["voices"].values():
+        for name in ("plain", "numbers"):
+            counted = figures["sets"][name]
+            assert counted["reference_words"] > 0 and 0 <= counted["wer"] == round(
+                counted["errors"] / counted["reference_words"], 4)
+    wer = [results["voices"][voice]["wer"] for voice in results["ranking"]]
+    assert wer == sorted(wer) and results["clearest"] == results["ranking"][0]
+    assert_plot(tmp_path, "voices")
+
+
+def test_the_engine_benchmark_runs_each_candidate_in_its_own_process(tmp_path):
+    results = run_suite("engine", tmp_path)
+    assert list(results["candidates"]) == list(engine.CANDIDATES)[:engine.QUICK_CANDIDATES]
+    for figures in results["candidates"].values():
+        assert set(figures["lengths"]) == {str(count) for count in engine.QUICK_WORD_COUNTS}
+        assert figures["startup_ms"] > 0 and figures["peak_rss_mb"] > 100, "a process that loaded the model"
+        for length in figures["lengths"].values():
+            assert 0 < length["first_audio_ms"]["p50"] <= length["total_ms"]["p50"] and length["rtf"] > 0
+    applied = [figures["applied"] for figures in results["candidates"].values()]
+    assert applied == [{"threads": 2, "graph": "ORT_ENABLE_ALL", "spinning": "1"},
+                       {"threads": 1, "graph": "ORT_ENABLE_ALL", "spinning": "1"}], "each ran with its own options"
+    assert "| candidate |" in (tmp_path / "engine.md").read_text()

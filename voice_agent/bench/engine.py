@@ -1,0 +1,122 @@
+"""The engine alone, today's against each candidate, side by side in one run: for first chunks of 3
+to 16 words, the time from the text to the first audio byte (G2P, then the model), the total
+inference time and the real-time factor; per candidate, its start-up time (model load and warm-up)
+and peak memory.
+
+Each candidate runs in its own process, one after another, so its start-up and peak resident memory
+are its own and no two compete for the cores. The candidates are ONNX Runtime session options:
+threads, whether worker threads spin between operators, and the graph optimisation level. The text
+is the Harvard sentences' opening words (``harvard.SENTENCES``), cut to each length.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tts_protocol import pcm16_seconds
+from voice_agent.bench import harvard, write_results
+from voice_agent.bench.tts import summarize
+
+WORD_COUNTS = (3, 4, 6, 8, 12, 16)
+QUICK_WORD_COUNTS = (3, 8)
+CANDIDATES: dict[str, dict[str, Any]] = {
+    "today (2 threads, spinning, all graph optimisations)": {"threads": 2, "spinning": True, "graph": "all"},
+    "1 thread": {"threads": 1, "spinning": True, "graph": "all"},
+    "no spinning": {"threads": 2, "spinning": False, "graph": "all"},
+    "extended graph optimisations": {"threads": 2, "spinning": True, "graph": "extended"},
+    "basic graph optimisations": {"threads": 2, "spinning": True, "graph": "basic"},
+}
+"""The first is what the server runs today; each other changes one option."""
+QUICK_CANDIDATES = 2
+WORKER_TIMEOUT = 900.0
+"""Seconds one candidate's process may take (a full run takes about a minute)."""
+
+
+def first_words(count: int) -> str:
+    words = " ".join(harvard.SENTENCES).split()[:count]
+    return " ".join(words).rstrip(".,;:!?") + "."
+
+
+def run_candidate(options: dict[str, Any], word_counts: tuple[int, ...], trials: int) -> dict[str, Any]:
+    """In the candidate's own process: load, warm up, then time each length ``trials`` times."""
+    from tts_server.engine import KokoroEngine, session_options
+
+    started = time.perf_counter()
+    engine = KokoroEngine.load(options=session_options(options["threads"], spinning=options["spinning"],
+                                                       graph=options["graph"]))
+    engine.warm_up()
+    startup_ms = (time.perf_counter() - started) * 1000
+    lengths = {}
+    for count in word_counts:
+        text = first_words(count)
+        first, total, audio_s = [], [], 0.0
+        for _ in range(trials):
+            begun = time.perf_counter()
+            audio = b""
+            for pcm in engine.synthesize(text):
+                if not audio:
+                    first.append((time.perf_counter() - begun) * 1000)
+                audio += pcm
+            total.append((time.perf_counter() - begun) * 1000)
+            audio_s = pcm16_seconds(len(audio))
+        lengths[str(count)] = {"text": text, "first_audio_ms": summarize(first), "total_ms": summarize(total),
+                               "audio_s": round(audio_s, 3),
+                               "rtf": round(summarize(total)["p50"] / 1000 / audio_s, 3)}
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    applied = engine.options
+    return {"options": options, "applied": {
+        "threads": applied.intra_op_num_threads, "graph": applied.graph_optimization_level.name,
+        "spinning": applied.get_session_config_entry("session.intra_op.allow_spinning")},
+        "startup_ms": round(startup_ms, 1), "peak_rss_mb": round(peak_mb, 1), "lengths": lengths}
+
+
+def measure(candidates: dict[str, dict[str, Any]], word_counts: tuple[int, ...], trials: int) -> dict[str, Any]:
+    from agent.processes import Tie
+
+    results: dict[str, Any] = {}
+    for name, options in candidates.items():
+        request = json.dumps({"options": options, "word_counts": word_counts, "trials": trials})
+        with Tie() as tie:
+            completed = subprocess.run([sys.executable, "-m", "voice_agent.bench.engine", request], env=tie.env,
+                                       pass_fds=tie.pass_fds, capture_output=True, text=True,
+                                       timeout=WORKER_TIMEOUT, check=False)
+        if completed.returncode != 0:
+            raise RuntimeError(f"candidate {name!r} failed: {completed.stderr.strip()[-2000:]}")
+        results[name] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return {"candidates": results, "word_counts": list(word_counts), "trials": trials,
+            "machine": platform.platform()}
+
+
+def markdown(results: dict[str, Any]) -> str:
+    counts = [str(count) for count in results["word_counts"]]
+    rows = ["| candidate | " + " | ".join(f"{count} words" for count in counts) + " | RTF (longest) | start-up | "
+            "peak memory |", "|---|" + "---|" * (len(counts) + 3)]
+    for name, figures in results["candidates"].items():
+        cells = [f"{figures['lengths'][count]['first_audio_ms']['p50']:,.0f} ms" for count in counts]
+        longest = figures["lengths"][counts[-1]]
+        rows.append(f"| {name} | " + " | ".join(cells) + f" | {longest['rtf']} | {figures['startup_ms']:,.0f} ms | "
+                    f"{figures['peak_rss_mb']:,.0f} MB |")
+    return "\n".join([f"Time from the text to the first audio byte, p50 of {results['trials']} trials per length, "
+                      f"each candidate in its own process; {results['machine']}.", "", *rows])
+
+
+def main(out_dir: Path, trials: int = 5, quick: bool = False) -> dict[str, Any]:
+    candidates = dict(list(CANDIDATES.items())[:QUICK_CANDIDATES]) if quick else CANDIDATES
+    results = measure(candidates, QUICK_WORD_COUNTS if quick else WORD_COUNTS, 1 if quick else trials)
+    write_results(out_dir, "engine", results, markdown(results))
+    return results
+
+
+if __name__ == "__main__":
+    from agent.processes import exit_with_parent
+
+    exit_with_parent()
+    request = json.loads(sys.argv[1])
+    print(json.dumps(run_candidate(request["options"], tuple(request["word_counts"]), request["trials"])))
