@@ -152,4 +152,10 @@ def test_the_engine_benchmark_runs_each_candidate_in_its_own_process(tmp_path):
     applied = [figures["applied"] for figures in results["candidates"].values()]
     assert applied == [{"threads": 2, "graph": "ORT_ENABLE_ALL", "spinning": "1"},
                        {"threads": 1, "graph": "ORT_ENABLE_ALL", "spinning": "1"}], "each ran with its own options"
-    assert "| candidate |" in (tmp_path / "engine.md").read_text()
+    shorter = results["shorter_first_chunk"]
+    assert 0 < shorter["sentences_cut"] <= engine.QUICK_PHRASING_SENTENCES
+    assert shorter["first_audio_ms"]["first_part"]["trials"] == shorter["sentences_cut"]
+    assert shorter["pause_at_cut_ms"]["split"]["trials"] == shorter["sentences_cut"]
+    assert 0 <= shorter["wer"]["split"] and shorter["wer"]["reference_words"] > 0
+    report = (tmp_path / "engine.md").read_text()
+    assert "| candidate |" in report and "pause at the cut" in report
