@@ -168,19 +168,23 @@ class KokoroEngine:
     def _known(self, phonemes: str) -> str:
         return "".join(symbol for symbol in phonemes if symbol in self._vocab)
 
+    def feeds(self, phonemes: str, voice: str, speed: float = 1.0) -> dict[str, np.ndarray] | None:
+        """The model's inputs for one phoneme piece (None when no symbol of it is known)."""
+        ids = [self._vocab[symbol] for symbol in phonemes if symbol in self._vocab][:MAX_PHONEMES]
+        if not ids:
+            return None
+        pack = self.voices[self.resolve_voice(voice)]
+        return {"tokens": np.array([[0, *ids, 0]], dtype=np.int64),
+                "style": pack[min(len(ids), len(pack)) - 1].reshape(1, STYLE_DIM),
+                "speed": np.array([speed], dtype=np.float32)}
+
     def infer(self, phonemes: str, voice: str, speed: float = 1.0) -> tuple[bytes, list[float] | None]:
         """Synthesize one phoneme piece: PCM16 little-endian mono at 24 kHz, and the frames each
         token lasts (``len(phonemes) + 2`` of them, padding included; None without durations)."""
-        ids = [self._vocab[symbol] for symbol in phonemes if symbol in self._vocab][:MAX_PHONEMES]
-        if not ids:
+        feeds = self.feeds(phonemes, voice, speed)
+        if feeds is None:
             return b"", None
-        pack = self.voices[self.resolve_voice(voice)]
-        style = pack[min(len(ids), len(pack)) - 1].reshape(1, STYLE_DIM)
-        outputs = self._session.run(None, {
-            "tokens": np.array([[0, *ids, 0]], dtype=np.int64),
-            "style": style,
-            "speed": np.array([speed], dtype=np.float32),
-        })
+        outputs = self._session.run(None, feeds)
         durations = np.asarray(outputs[1]).ravel().tolist() if self.timed else None
         return float_to_pcm16(np.asarray(outputs[0], dtype=np.float32).ravel()), durations
 

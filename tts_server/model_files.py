@@ -154,6 +154,42 @@ def with_durations(model: Path, directory: Path | None = None,
     return target
 
 
+PREDICTION_OUTPUTS = ("/encoder/MatMul_1_output_0", "/encoder/Reshape_output_0", "/encoder/Reshape_1_output_0")
+"""Where the graph's prediction ends and its decoder begins: the text features aligned to the
+predicted durations (1 x 512 x frames), and the predicted pitch and energy curves (1 x 2*frames).
+With the ``style`` input they are all the decoder reads."""
+SPLIT_SUFFIXES = (".prediction.onnx", ".decoder.onnx")
+
+
+def split_at_decoder(model: Path, directory: Path | None = None) -> tuple[Path, Path]:
+    """``model`` (the timed model) as two graphs, prediction (tokens, style, speed -> the
+    :data:`PREDICTION_OUTPUTS` and the durations) and decoder (those and the style -> audio), written
+    once beside each other with their digests recorded (``<name>.prediction.onnx``,
+    ``<name>.decoder.onnx``). Run one after the other they give the model's audio bit for bit. For
+    measuring where the time goes (``bench engine``); the server runs the model whole."""
+    stem = (directory or cache_dir()) / model.name.removesuffix(TIMED_SUFFIX).removesuffix(".onnx")
+    targets = tuple(Path(f"{stem}{suffix}") for suffix in SPLIT_SUFFIXES)
+    if all(target.is_file() and _digest_file(target).is_file() and target.stat().st_mtime >= model.stat().st_mtime
+           for target in targets):
+        return targets  # type: ignore[return-value]
+    import onnx
+    from onnx.utils import Extractor
+
+    extractor = Extractor(onnx.load(str(model)))
+    parts = (extractor.extract_model(["tokens", "style", "speed"], [*PREDICTION_OUTPUTS, DURATIONS_OUTPUT]),
+             extractor.extract_model([*PREDICTION_OUTPUTS, "style"], ["audio"]))
+    for target, part in zip(targets, parts, strict=True):
+        data = part.SerializeToString()
+        _write_verified(target, [data], hashlib.sha256(data).hexdigest(), lambda found, size, name=target.name: (
+            f"{name}: {size} bytes written with sha256 {found}, not the graph serialised"))
+    return targets  # type: ignore[return-value]
+
+
+def file_digest(path: Path) -> str:
+    """The SHA-256 recorded beside a file this module wrote."""
+    return _digest_file(path).read_text().strip()
+
+
 MODEL_FILE_ENV = "VOICE_AGENT_MODEL_FILE"
 """Environment variable naming another Kokoro ONNX model to serve (the GPU image's full-precision
 ``kokoro-v1.0.onnx``, verified when the image is built); unset serves the packaged int8 model."""

@@ -9,6 +9,7 @@ import pytest
 from tests.support.cli import run_cli
 from voice_agent.bench import agent as bench_agent
 from voice_agent.bench import capacity, encoding, engine, overhead, reliability, timings, voices
+from voice_agent.bench import rendering as bench_rendering
 from voice_agent.bench.chunker import QUICK_CASES
 
 
@@ -157,5 +158,10 @@ def test_the_engine_benchmark_runs_each_candidate_in_its_own_process(tmp_path):
     assert shorter["first_audio_ms"]["first_part"]["trials"] == shorter["sentences_cut"]
     assert shorter["pause_at_cut_ms"]["split"]["trials"] == shorter["sentences_cut"]
     assert 0 <= shorter["wer"]["split"] and shorter["wer"]["reference_words"] > 0
+    rendering = results["rendering"]
+    assert set(rendering["split"]) == {str(count) for count in engine.QUICK_WORD_COUNTS}
+    assert all(0 < f["decoder_share"] < 1 for f in rendering["split"].values())
+    assert set(rendering["windows"]["by_context"]) == {str(context) for context in bench_rendering.CONTEXTS}
+    assert all(len(digest) == 64 for digest in rendering["digests"].values())
     report = (tmp_path / "engine.md").read_text()
-    assert "| candidate |" in report and "pause at the cut" in report
+    assert "| candidate |" in report and "pause at the cut" in report and "decoder's share" in report

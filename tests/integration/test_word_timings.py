@@ -17,9 +17,12 @@ from tts_protocol import SAMPLE_RATE
 from tts_server.engine import KokoroEngine
 from tts_server.model_files import (
     DURATIONS_OUTPUT,
+    PREDICTION_OUTPUTS,
     SAMPLES_PER_FRAME,
     TIMED_MODEL_SHA256,
     ensure_model,
+    file_digest,
+    split_at_decoder,
     with_durations,
 )
 from voice_agent.bench import timings
@@ -99,3 +102,17 @@ async def test_the_caller_gets_each_chunks_words_before_its_audio_on_one_timelin
             assert [word["start_ms"] for word in timed[index]] == pytest.approx(
                 [word.start_ms + offset_ms + delay_ms for word in stream.words], abs=0.11)
             offset_ms += len(pcm) / 2 * 1000 / SAMPLE_RATE
+
+
+def test_the_model_split_at_its_decoder_gives_the_same_audio_bit_for_bit_and_splits_reproducibly(engine, tmp_path):
+    timed = with_durations(ensure_model())
+    prediction, decoder = split_at_decoder(timed, tmp_path / "a")
+    again = split_at_decoder(timed, tmp_path / "b")
+    assert [file_digest(path) for path in (prediction, decoder)] == [file_digest(path) for path in again]
+    feeds = engine.feeds(engine.phonemize(TEXTS[0])[0].phonemes, engine.default_voice)
+    whole, _ = ort.InferenceSession(str(timed), providers=["CPUExecutionProvider"]).run(None, feeds)
+    predicted = ort.InferenceSession(str(prediction), providers=["CPUExecutionProvider"]).run(
+        list(PREDICTION_OUTPUTS), feeds)
+    (audio,) = ort.InferenceSession(str(decoder), providers=["CPUExecutionProvider"]).run(
+        ["audio"], {**dict(zip(PREDICTION_OUTPUTS, predicted, strict=True)), "style": feeds["style"]})
+    assert np.array_equal(audio, whole)

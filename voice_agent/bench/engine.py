@@ -1,7 +1,9 @@
 """The engine alone, today's against each candidate, side by side in one run: for first chunks of 3
 to 16 words, the time from the text to the first audio byte (G2P, then the model), the total
 inference time and the real-time factor; per candidate, its start-up time (model load and warm-up)
-and peak memory. Then the shorter-first-chunk lever and its cost (``phrasing``).
+and peak memory. Then where today's engine spends the time, prediction or decoder, and whether the
+decoder could render in windows (``rendering``), and the shorter-first-chunk lever and its cost
+(``phrasing``).
 
 Each candidate runs in its own process, one after another, so its start-up and peak resident memory
 are its own and no two compete for the cores. The candidates are ONNX Runtime session options:
@@ -113,15 +115,20 @@ QUICK_PHRASING_SENTENCES = 6
 
 def main(out_dir: Path, trials: int = 5, quick: bool = False) -> dict[str, Any]:
     from tts_server.engine import KokoroEngine
-    from voice_agent.bench import phrasing
+    from voice_agent.bench import phrasing, rendering
     from voice_agent.bench.hearing import recogniser
 
     candidates = dict(list(CANDIDATES.items())[:QUICK_CANDIDATES]) if quick else CANDIDATES
     results = measure(candidates, QUICK_WORD_COUNTS if quick else WORD_COUNTS, 1 if quick else trials)
+    today = KokoroEngine.load(threads=2)
+    counts = QUICK_WORD_COUNTS if quick else WORD_COUNTS
+    results["rendering"] = rendering.measure(today, {str(count): first_words(count) for count in counts},
+                                             1 if quick else trials)
     sentences = harvard.SENTENCES[:QUICK_PHRASING_SENTENCES] if quick else harvard.SENTENCES
-    results["shorter_first_chunk"] = phrasing.measure(KokoroEngine.load(threads=2), recogniser(), sentences)
-    write_results(out_dir, "engine", results, markdown(results) + "\n\n" + phrasing.markdown(
-        results["shorter_first_chunk"]))
+    results["shorter_first_chunk"] = phrasing.measure(today, recogniser(), sentences)
+    reports = [markdown(results), rendering.markdown(results["rendering"]),
+               phrasing.markdown(results["shorter_first_chunk"])]
+    write_results(out_dir, "engine", results, "\n\n".join(reports))
     return results
 
 
