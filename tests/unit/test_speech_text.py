@@ -57,6 +57,7 @@ def test_markdown_is_removed_and_other_symbols_kept(written, spoken):
     ("Finished in 0:05:01", "Finished in zero oh five and one second"),
     ("It is currently 1:00 pm, not 9:00 a.m.", "It is currently one pm, not nine a m"),
     ("He found 1.6k of the 10k bricks", "He found one point six thousand of the ten thousand bricks"),
+    ("A 4K screen.", "A 4K screen."),  # left to the phonemizer, which reads "four K"
     ("The 1980S were loud, the 1990s and 1900s too.",
      "The nineteen eighties were loud, the nineteen nineties and nineteen hundreds too."),
     ("the 3,497th item", "the three thousand, four hundred and ninety-seventh item"),
