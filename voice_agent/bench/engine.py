@@ -6,9 +6,11 @@ decoder could render in windows (``rendering``), and the shorter-first-chunk lev
 (``phrasing``).
 
 Each candidate runs in its own process, one after another, so its start-up and peak resident memory
-are its own and no two compete for the cores. The candidates are ONNX Runtime session options:
-threads, whether worker threads spin between operators, and the graph optimisation level. The text
-is the Harvard sentences' opening words (``harvard.SENTENCES``), cut to each length.
+are its own and no two compete for the cores; a full run makes two rounds, the candidates forward
+then backward, so none always runs first (on a machine whose speed drifts, order alone ranked
+them). The candidates are ONNX Runtime session options: threads, whether worker threads spin
+between operators, and the graph optimisation level. The text is the Harvard sentences' opening
+words (``harvard.SENTENCES``), cut to each length.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
 }
 """The first is what the server runs today; each other changes one option."""
 QUICK_CANDIDATES = 2
+ROUNDS = 2
+"""Passes over the candidates (alternating their order) in a full run."""
 WORKER_TIMEOUT = 900.0
 """Seconds one candidate's process may take (a full run takes about a minute)."""
 
@@ -47,7 +51,8 @@ def first_words(count: int) -> str:
 
 
 def run_candidate(options: dict[str, Any], word_counts: tuple[int, ...], trials: int) -> dict[str, Any]:
-    """In the candidate's own process: load, warm up, then time each length ``trials`` times."""
+    """In the candidate's own process: load, warm up, then time each length ``trials`` times (raw
+    samples: the parent combines rounds)."""
     from tts_server.engine import KokoroEngine, session_options
 
     started = time.perf_counter()
@@ -58,42 +63,59 @@ def run_candidate(options: dict[str, Any], word_counts: tuple[int, ...], trials:
     lengths = {}
     for count in word_counts:
         text = first_words(count)
-        first, total, audio_s = [], [], 0.0
+        first, total, audio = [], [], b""
         for _ in range(trials):
-            begun = time.perf_counter()
-            audio = b""
+            begun, audio = time.perf_counter(), b""
             for pcm in engine.synthesize(text):
                 if not audio:
                     first.append((time.perf_counter() - begun) * 1000)
                 audio += pcm
             total.append((time.perf_counter() - begun) * 1000)
-            audio_s = pcm16_seconds(len(audio))
-        lengths[str(count)] = {"text": text, "first_audio_ms": summarize(first), "total_ms": summarize(total),
-                               "audio_s": round(audio_s, 3),
-                               "rtf": round(summarize(total)["p50"] / 1000 / audio_s, 3)}
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        lengths[str(count)] = {"text": text, "first": first, "total": total, "audio_s": pcm16_seconds(len(audio))}
     applied = engine.options
     return {"options": options, "applied": {
         "threads": applied.intra_op_num_threads, "graph": applied.graph_optimization_level.name,
         "spinning": applied.get_session_config_entry("session.intra_op.allow_spinning")},
-        "startup_ms": round(startup_ms, 1), "peak_rss_mb": round(peak_mb, 1), "lengths": lengths}
+        "startup_ms": startup_ms, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "lengths": lengths}
 
 
-def measure(candidates: dict[str, dict[str, Any]], word_counts: tuple[int, ...], trials: int) -> dict[str, Any]:
+def _run_process(name: str, options: dict[str, Any], word_counts: tuple[int, ...], trials: int) -> dict[str, Any]:
     from agent.processes import Tie
 
-    results: dict[str, Any] = {}
-    for name, options in candidates.items():
-        request = json.dumps({"options": options, "word_counts": word_counts, "trials": trials})
-        with Tie() as tie:
-            completed = subprocess.run([sys.executable, "-m", "voice_agent.bench.engine", request], env=tie.env,
-                                       pass_fds=tie.pass_fds, capture_output=True, text=True,
-                                       timeout=WORKER_TIMEOUT, check=False)
-        if completed.returncode != 0:
-            raise RuntimeError(f"candidate {name!r} failed: {completed.stderr.strip()[-2000:]}")
-        results[name] = json.loads(completed.stdout.strip().splitlines()[-1])
-    return {"candidates": results, "word_counts": list(word_counts), "trials": trials,
-            "machine": platform.platform()}
+    request = json.dumps({"options": options, "word_counts": word_counts, "trials": trials})
+    with Tie() as tie:
+        completed = subprocess.run([sys.executable, "-m", "voice_agent.bench.engine", request], env=tie.env,
+                                   pass_fds=tie.pass_fds, capture_output=True, text=True,
+                                   timeout=WORKER_TIMEOUT, check=False)
+    if completed.returncode != 0:
+        raise RuntimeError(f"candidate {name!r} failed: {completed.stderr.strip()[-2000:]}")
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def _combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One candidate's rounds as one result: every trial's sample summarised together."""
+    lengths = {}
+    for count, first in runs[0]["lengths"].items():
+        total = summarize([ms for run in runs for ms in run["lengths"][count]["total"]])
+        lengths[count] = {"text": first["text"], "audio_s": round(first["audio_s"], 3), "total_ms": total,
+                          "first_audio_ms": summarize([ms for run in runs for ms in run["lengths"][count]["first"]]),
+                          "rtf": round(total["p50"] / 1000 / first["audio_s"], 3)}
+    return {"options": runs[0]["options"], "applied": runs[0]["applied"], "rounds": len(runs),
+            "startup_ms": summarize([run["startup_ms"] for run in runs])["p50"],
+            "peak_rss_mb": round(max(run["peak_rss_mb"] for run in runs), 1), "lengths": lengths}
+
+
+def measure(candidates: dict[str, dict[str, Any]], word_counts: tuple[int, ...], trials: int,
+            rounds: int = ROUNDS) -> dict[str, Any]:
+    """``rounds`` passes over the candidates, each in its own process per round, in turn forward and
+    backward (so no candidate always runs first or last), ``trials`` per length per round."""
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in candidates}
+    for number in range(rounds):
+        for name in list(candidates) if number % 2 == 0 else list(reversed(candidates)):
+            runs[name].append(_run_process(name, candidates[name], word_counts, trials))
+    return {"candidates": {name: _combine(runs[name]) for name in candidates}, "word_counts": list(word_counts),
+            "trials": trials * rounds, "rounds": rounds, "machine": platform.platform()}
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -105,21 +127,23 @@ def markdown(results: dict[str, Any]) -> str:
         longest = figures["lengths"][counts[-1]]
         rows.append(f"| {name} | " + " | ".join(cells) + f" | {longest['rtf']} | {figures['startup_ms']:,.0f} ms | "
                     f"{figures['peak_rss_mb']:,.0f} MB |")
-    return "\n".join([f"Time from the text to the first audio byte, p50 of {results['trials']} trials per length, "
-                      f"each candidate in its own process; {results['machine']}.", "", *rows])
+    return "\n".join([f"Time from the text to the first audio byte, p50 of {results['trials']} trials per length "
+                      f"over {results['rounds']} rounds, the candidates in turn forward and backward, each in its own "
+                      f"process per round; {results['machine']}.", "", *rows])
 
 
 QUICK_PHRASING_SENTENCES = 6
 """With ``quick``: the Harvard sentences the shorter-first-chunk lever is tried on (the first ones)."""
 
 
-def main(out_dir: Path, trials: int = 5, quick: bool = False) -> dict[str, Any]:
+def main(out_dir: Path, trials: int = 3, quick: bool = False) -> dict[str, Any]:
     from tts_server.engine import KokoroEngine
     from voice_agent.bench import phrasing, rendering
     from voice_agent.bench.hearing import recogniser
 
     candidates = dict(list(CANDIDATES.items())[:QUICK_CANDIDATES]) if quick else CANDIDATES
-    results = measure(candidates, QUICK_WORD_COUNTS if quick else WORD_COUNTS, 1 if quick else trials)
+    results = measure(candidates, QUICK_WORD_COUNTS if quick else WORD_COUNTS, 1 if quick else trials,
+                      1 if quick else ROUNDS)
     today = KokoroEngine.load(threads=2)
     counts = QUICK_WORD_COUNTS if quick else WORD_COUNTS
     results["rendering"] = rendering.measure(today, {str(count): first_words(count) for count in counts},
