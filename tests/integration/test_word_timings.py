@@ -25,7 +25,7 @@ from tts_server.model_files import (
     split_at_decoder,
     with_durations,
 )
-from voice_agent.bench import timings
+from voice_agent.bench import hearing, timings
 from voice_agent.bench.harvard import SENTENCES
 
 TEXTS = ["Hello there, this is a test of word timings.", "It's easy to tell the depth of a well.",
@@ -78,7 +78,7 @@ def test_every_word_is_timed_in_order_within_its_audio(engine, text):
 
 
 def test_word_starts_agree_with_a_speech_recogniser_and_with_the_sound(engine):
-    results = timings.measure(engine, timings.recogniser(), SENTENCES[:12])
+    results = timings.measure(engine, hearing.recogniser(), SENTENCES[:12])
     assert results["words_timed"] == results["words"]
     starts = results["start_vs_recogniser_ms"]
     assert starts["trials"] >= 60 and starts["p50"] <= 60 and starts["p95"] <= 150

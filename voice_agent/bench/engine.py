@@ -96,11 +96,11 @@ def _run_process(name: str, options: dict[str, Any], word_counts: tuple[int, ...
 def _combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """One candidate's rounds as one result: every trial's sample summarised together."""
     lengths = {}
-    for count, first in runs[0]["lengths"].items():
+    for count, length in runs[0]["lengths"].items():
         total = summarize([ms for run in runs for ms in run["lengths"][count]["total"]])
-        lengths[count] = {"text": first["text"], "audio_s": round(first["audio_s"], 3), "total_ms": total,
+        lengths[count] = {"text": length["text"], "audio_s": round(length["audio_s"], 3), "total_ms": total,
                           "first_audio_ms": summarize([ms for run in runs for ms in run["lengths"][count]["first"]]),
-                          "rtf": round(total["p50"] / 1000 / first["audio_s"], 3)}
+                          "rtf": round(total["p50"] / 1000 / length["audio_s"], 3)}
     return {"options": runs[0]["options"], "applied": runs[0]["applied"], "rounds": len(runs),
             "startup_ms": summarize([run["startup_ms"] for run in runs])["p50"],
             "peak_rss_mb": round(max(run["peak_rss_mb"] for run in runs), 1), "lengths": lengths}
