@@ -2,6 +2,7 @@
 # Set up the project on this machine (idempotent) and run one job.
 #   ./dev.sh demo [options]   start both servers, ask one question in both modes, compare first audio
 #   ./dev.sh test [pytest options]
+#   ./dev.sh containers       build both images, answer one question through them, print their figures
 #   ./dev.sh setup            only set up: a Python 3.12 virtual environment in .venv from the lockfile
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -120,6 +121,24 @@ ensure_node() {
   fi
 }
 
+ensure_docker() {
+  # The container tier and `./dev.sh containers` build and run the images on a Docker engine, and make
+  # their Python base with debootstrap where Docker Hub cannot be reached: Debian's docker.io
+  # (engine and classic builder) and debootstrap, installed when missing and this runs as root with apt.
+  local missing=()
+  command -v docker >/dev/null 2>&1 && command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+  command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing Debian's ${missing[*]} for the containers"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null \
+      || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null; }
+  else
+    echo "setup: no ${missing[*]}; the container tier is skipped unless a Docker engine already runs"
+  fi
+}
+
 ensure_cdk_cli() {
   # The CDK CLI from package-lock.json (node_modules/.bin/cdk): deploys, and a test synthesizes through it.
   command -v npm >/dev/null 2>&1 || { echo "setup: no npm; the CDK CLI test is skipped"; return 0; }
@@ -137,6 +156,8 @@ shift || true
 case "$job" in
   setup) setup ;;
   demo) setup; exec "$VENV/bin/voice-agent" demo "$@" ;;
-  test) setup; ensure_chromium; ensure_node; ensure_cdk_cli; "$VENV/bin/ruff" check --quiet .; exec "$VENV/bin/python" -m pytest "$@" ;;
-  *) echo "usage: ./dev.sh demo|test|setup [options]" >&2; exit 2 ;;
+  test) setup; ensure_chromium; ensure_node; ensure_cdk_cli; ensure_docker; "$VENV/bin/ruff" check --quiet .
+        exec "$VENV/bin/python" -m pytest "$@" ;;
+  containers) setup; ensure_docker; exec "$VENV/bin/voice-agent" containers "$@" ;;
+  *) echo "usage: ./dev.sh demo|test|containers|setup [options]" >&2; exit 2 ;;
 esac

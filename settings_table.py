@@ -6,11 +6,14 @@ configuration docs are generated from it)."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 class SettingError(ValueError):
@@ -71,3 +74,17 @@ def table(cls: type) -> list[tuple[str, str, Any, str]]:
     """(variable, field, default, meaning) of every setting of ``cls``, in declaration order."""
     return [(field.metadata["env"], field.name, field.default, field.metadata["doc"])
             for field in dataclasses.fields(cls) if "env" in field.metadata]
+
+
+def described(cls: type, field: str) -> str:
+    """A setting's meaning and variable, from its declaration, for a command-line option's help."""
+    for variable, name, default, doc in table(cls):
+        if name == field:
+            shown = "unset" if default is None else default
+            return f"{doc} (default: ${variable}, else {shown})"
+    raise KeyError(field)
+
+
+def configure_logging() -> None:
+    """Log lines as ``time LEVEL logger: message`` at ``$VOICE_AGENT_LOG_LEVEL`` (default INFO)."""
+    logging.basicConfig(level=os.environ.get("VOICE_AGENT_LOG_LEVEL", "INFO").upper(), format=LOG_FORMAT)

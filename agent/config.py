@@ -76,6 +76,10 @@ class AgentSettings:
         "VOICE_AGENT_TTS_RECONNECTS", 3, "times a lost TTS session is reopened (waits 0.2 s, doubling) and its "
         "unfinished sentences resent, before the answer fails with `tts_failed`; raise it to ride out a container "
         "restart (about 5 s here: 6 attempts wait up to 12.6 s)", at_least(0))
+    shutdown_grace: float = setting(
+        "VOICE_AGENT_SHUTDOWN_GRACE", 5.0, "seconds the answers in progress may go on once the agent is told to stop "
+        "(SIGTERM); then each ends with a `shutting_down` error event and the process exits. Keep it below the "
+        "platform's kill delay (`docker stop` waits 10 s) by the few seconds stopping takes", above(0))
     record_dir: str | None = setting(
         "VOICE_AGENT_RECORD_DIR", None, "write every whole model stream there in the replay format (one JSONL file "
         "per answer), to replay a live answer later at its own pace; unset: nothing is recorded")

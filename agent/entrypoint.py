@@ -11,10 +11,15 @@ Configuration comes from the environment (``agent.config``). Run it with
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
+import logging
+import os
+from types import FrameType
 from typing import Any
 
+import uvicorn
 from bedrock_agentcore.runtime import BedrockAgentCoreApp, RequestContext
 from starlette.websockets import WebSocket
 
@@ -30,6 +35,8 @@ from agent.transports import Connect, tts_target
 from agent.tts_client import TTSSession
 from caller_protocol import MAX_PAYLOAD_BYTES, RequestError, VoiceRequest, events
 
+log = logging.getLogger(__name__)
+
 
 def create_app(settings: AgentSettings | None = None, tts: str | Connect | None = None) -> BedrockAgentCoreApp:
     """The app. ``tts`` replaces the TTS target the settings name (a test's in-memory TTS)."""
@@ -42,10 +49,11 @@ def create_app(settings: AgentSettings | None = None, tts: str | Connect | None 
     pipeline = VoicePipeline(lambda: build_model(settings), tts or tts_target(settings),
                              system_prompt=settings.system_prompt, default_voice=settings.voice,
                              chunker_factory=lambda: SentenceChunker(quick_first_chunk=settings.quick_first_chunk),
-                             pipelining=settings.pipelining,
+                             pipelining=settings.pipelining, shutdown_grace=settings.shutdown_grace,
                              session_factory=functools.partial(TTSSession, chunk_timeout=settings.tts_timeout,
                                                                max_reconnects=settings.tts_reconnects))
     app = BedrockAgentCoreApp()
+    app.state.pipeline = pipeline
     app.add_middleware(PayloadLimit, limit=MAX_PAYLOAD_BYTES)
     app.add_route("/", page, methods=["GET"])
     app.add_exception_handler(RecursionError, too_deep)
@@ -67,12 +75,57 @@ def create_app(settings: AgentSettings | None = None, tts: str | Connect | None 
 
 
 def serve(settings: AgentSettings | None = None, host: str | None = None, port: int = 8080) -> None:
-    """Run the agent as AgentCore does (port 8080), with the WebSocket message limit."""
-    create_app(settings).run(host=host, port=port, ws_max_size=MAX_PAYLOAD_BYTES)
+    """Run the agent as AgentCore does (port 8080), with the WebSocket message limit. On SIGTERM or
+    SIGINT it drains (:class:`DrainingServer`); a second signal stops it at once."""
+    # The runtime logs through its own handler; without this every line of it would appear twice.
+    logging.getLogger("bedrock_agentcore").propagate = False
+    app = create_app(settings)
+    if host is None:  # as BedrockAgentCoreApp.run chooses: every interface in a container, else loopback
+        host = "0.0.0.0" if os.path.exists("/.dockerenv") or os.environ.get("DOCKER_CONTAINER") else "127.0.0.1"
+    config = uvicorn.Config(app, host=host, port=port, ws_max_size=MAX_PAYLOAD_BYTES, access_log=False,
+                            log_level="warning")
+    DrainingServer(config, app.state.pipeline).run()
+
+
+class DrainingServer(uvicorn.Server):
+    """Uvicorn, told to stop, first lets the pipeline drain (``VoicePipeline.shut_down``): answers in
+    progress finish or end with a ``shutting_down`` error event, while the connections that carry
+    them are still open (uvicorn's own shutdown would close a WebSocket at once, code 1012, and
+    keep an SSE answer going until it is killed). Then it shuts down as usual."""
+
+    def __init__(self, config: uvicorn.Config, pipeline: VoicePipeline) -> None:
+        super().__init__(config)
+        self.pipeline = pipeline
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._draining: asyncio.Task[None] | None = None
+
+    async def serve(self, sockets: Any = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        await super().serve(sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self._loop is None or self._draining is not None or self.should_exit:
+            super().handle_exit(sig, frame)  # not serving yet, or a second signal: stop now
+            return
+        self._captured_signals.append(sig)  # re-raised after the shutdown, as uvicorn does
+        self._loop.call_soon_threadsafe(self._start_draining)
+
+    def _start_draining(self) -> None:
+        if self._draining is None:
+            self._draining = asyncio.ensure_future(self._drain())
+
+    async def _drain(self) -> None:
+        log.info("stopping: answers in progress have %.0f s to finish", self.pipeline.shutdown_grace)
+        ended = await self.pipeline.shut_down()
+        if ended:
+            log.warning("stopping: %d answer(s) ended early with a shutting_down error event", ended)
+        self.should_exit = True
 
 
 if __name__ == "__main__":
     from agent.processes import exit_with_parent
+    from settings_table import configure_logging
 
+    configure_logging()
     exit_with_parent()
     serve()

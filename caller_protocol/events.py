@@ -32,11 +32,14 @@ TERMINAL = (END, ERROR)
 INVALID_REQUEST = "invalid_request"
 TTS_FAILED = "tts_failed"
 MODEL_FAILED = "model_failed"
+SHUTTING_DOWN = "shutting_down"
 ERROR_CODES = {
     INVALID_REQUEST: "the request was refused (the message says which field and why), or the TTS server does not "
                      "know the voice",
     TTS_FAILED: "speech synthesis failed: the TTS session could not be opened, was lost for good, or stalled",
     MODEL_FAILED: "the language model failed: its stream broke, or (the local model) its process died",
+    SHUTTING_DOWN: "the agent is stopping (a new deployment, a scale-in, `docker stop`): the answer did not finish "
+                   "within the shutdown grace period, or began after it started; ask again",
 }
 """Each error code, with what it means (the docs' table is generated from it)."""
 

@@ -18,6 +18,12 @@ _PROFILE_PREFIX = re.compile(r"^(us|eu|apac|au|ca|jp|us-gov|global)\.")
 
 IMAGE_ASSETS = ("tts", "agent")
 """The container images, each staged in its own ECR repository named after it."""
+KOKORO_VOICES_URL = "https://github.com/thewh1teagle/kokoro-onnx/releases/download/model-files-v1.0/voices-v1.0.bin"
+KOKORO_VOICES_SHA256 = "bca610b8308e8d99f32e6fe4197e7ec01679264efed0cac9140fe9c29f1fbf7d"
+"""Kokoro v1.0's standard voices file (54 voices, 28,214,398 bytes), as kokoro-onnx publishes it."""
+ENGLISH_VOICE = "af_heart"
+"""The default voice of a deployment that bakes in a voices file: Kokoro v1.0's American English
+voice of the best published grade."""
 
 
 @dataclass(frozen=True)
@@ -34,8 +40,13 @@ class InfraSettings:
     more than its ``--max-sessions``, 16 by default)."""
     bedrock_model_id: str = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
     """A model id or a cross-region inference profile id; the agent may invoke only this one."""
+    voices_url: str = KOKORO_VOICES_URL
+    """A Kokoro voices file the TTS image fetches at build time (kept only if its SHA-256 is
+    ``voices_sha256``); empty keeps the voices packaged on PyPI (Japanese voices: accented English)."""
+    voices_sha256: str = KOKORO_VOICES_SHA256
     voice: str = ""
-    """The default voice; empty uses the TTS container's default."""
+    """The default voice; empty means ``af_heart`` with the default voices file, else the container's
+    default."""
     alarm_email: str = ""
     """Where alarm notifications go; empty creates the topic without a subscription."""
     agent_latency_alarm_ms: int = 30000
@@ -66,6 +77,29 @@ class InfraSettings:
             raise ValueError("tts_sessions_per_instance must be at least 1")
         if not re.fullmatch(r"[A-Za-z0-9.:_-]{1,128}", self.bedrock_model_id):
             raise ValueError(f"bedrock_model_id {self.bedrock_model_id!r} is not a Bedrock model id")
+        if self.voices_url and not re.fullmatch(r"[0-9a-f]{64}", self.voices_sha256):
+            raise ValueError(f"voices_sha256 {self.voices_sha256!r} is not a SHA-256 (64 lower-case hex digits)")
+        if self.voices_url not in ("", KOKORO_VOICES_URL) and self.voices_sha256 == KOKORO_VOICES_SHA256:
+            raise ValueError("another voices_url needs its own voices_sha256: nothing is baked in unverified")
+        if not re.fullmatch(r"[A-Za-z0-9_]{0,64}", self.voice):
+            raise ValueError(f"voice {self.voice!r} is not a voice name")
+
+    @property
+    def default_voice(self) -> str:
+        """The voice of a request that names none; empty leaves it to the TTS container."""
+        if self.voice:
+            return self.voice
+        return ENGLISH_VOICE if self.voices_url == KOKORO_VOICES_URL else ""
+
+    @property
+    def tts_build_args(self) -> dict[str, str]:
+        """The TTS image's build arguments (``Dockerfile.tts``)."""
+        arguments = {"VARIANT": "gpu" if self.gpu else "cpu"}
+        if self.voices_url:
+            arguments.update(VOICES_URL=self.voices_url, VOICES_SHA256=self.voices_sha256)
+        if self.default_voice:
+            arguments["DEFAULT_VOICE"] = self.default_voice
+        return arguments
 
     @property
     def gpu(self) -> bool:

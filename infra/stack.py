@@ -47,7 +47,7 @@ class VoiceAgentStack(cdk.Stack):
         s = self.settings
         self.tts_image = ecr_assets.DockerImageAsset(
             self, "TtsImage", directory=str(REPO_ROOT), file="Dockerfile.tts",
-            build_args={"VARIANT": "gpu" if s.gpu else "cpu"},
+            build_args=s.tts_build_args,
             platform=ecr_assets.Platform.LINUX_AMD64, asset_name=IMAGE_ASSETS[0])
 
         role = iam.Role(self, "TtsModelRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
@@ -63,8 +63,8 @@ class VoiceAgentStack(cdk.Stack):
             conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}}))
 
         environment = {"VOICE_AGENT_LOG_LEVEL": "INFO"}
-        if s.voice:
-            environment["VOICE_AGENT_DEFAULT_VOICE"] = s.voice
+        if s.default_voice:
+            environment["VOICE_AGENT_DEFAULT_VOICE"] = s.default_voice
         model = sagemaker.CfnModel(
             self, "TtsModel", execution_role_arn=role.role_arn,
             # The model is baked into the image: the container needs no network at all.
@@ -124,8 +124,8 @@ class VoiceAgentStack(cdk.Stack):
             "SAGEMAKER_ENDPOINT_NAME": self.endpoint_name,
             "SAGEMAKER_REGION": self.region,
         }
-        if s.voice:
-            environment["VOICE_AGENT_VOICE"] = s.voice
+        if s.default_voice:
+            environment["VOICE_AGENT_VOICE"] = s.default_voice
         self.runtime = agentcore.Runtime(
             self, "Agent", runtime_name=s.runtime_name,
             description="Strands voice agent: Bedrock tokens -> sentences -> Kokoro audio events",

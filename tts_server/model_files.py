@@ -73,6 +73,9 @@ def _write_verified(target: Path, blocks: Iterable[bytes], sha256: str,
     if digest.hexdigest() != sha256:
         temporary.unlink(missing_ok=True)
         raise ModelFileError(mismatch(digest.hexdigest(), written))
+    # A temporary file is private (0600); a model is read by whoever serves it, which in an image is
+    # another user than the one that built it.
+    os.chmod(temporary, 0o644)
     os.replace(temporary, target)
     _digest_file(target).write_text(sha256 + "\n")
     return written
@@ -201,7 +204,7 @@ def model_path(progress: Callable[[str], None] | None = None) -> Path:
     override = os.environ.get(MODEL_FILE_ENV)
     if not override:
         return with_durations(ensure_model(progress=progress), progress=progress)
-    path = Path(override)
+    path = Path(override).resolve()  # the image's served.onnx links to the file prepared beside it
     if not path.is_file():
         raise ModelFileError(f"{MODEL_FILE_ENV}={override} is not a file")
     try:

@@ -4,13 +4,10 @@ the rest; one module per command under ``voice_agent.commands``."""
 from __future__ import annotations
 
 import argparse
-import logging
-import os
 import sys
 
+from settings_table import configure_logging
 from voice_agent.commands import COMMANDS
-
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     from agent.processes import exit_with_parent
 
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=os.environ.get("VOICE_AGENT_LOG_LEVEL", "INFO").upper(), format=LOG_FORMAT)
+    configure_logging()
     exit_with_parent()
     return args.handler(args)
 

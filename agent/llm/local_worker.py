@@ -25,6 +25,8 @@ import threading
 import time
 from typing import Any
 
+from settings_table import configure_logging
+
 log = logging.getLogger("agent.llm.local_worker")
 
 MAX_QUEUED_REQUESTS = 8
@@ -95,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging()
     requests = _Requests()
     started = time.perf_counter()
     from llama_cpp import Llama

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
@@ -42,6 +42,8 @@ MAX_QUEUED_FRAMES = 256
 waits for the later one: a slow caller slows the answer instead of growing memory."""
 STOP_TIMEOUT = 5.0
 """Seconds the stages of an abandoned answer may take to stop before they are cancelled outright."""
+SHUTDOWN_GRACE = 5.0
+"""Seconds the answers in progress may go on once the agent is told to stop (``VoicePipeline.shut_down``)."""
 
 
 class BargeIn(asyncio.Event):
@@ -76,11 +78,31 @@ class VoicePipeline:
     chunker_factory: Callable[[], Chunker] = SentenceChunker
     pipelining: bool = True
     max_queued_frames: int = MAX_QUEUED_FRAMES
+    shutdown_grace: float = SHUTDOWN_GRACE
 
     def __post_init__(self) -> None:
         self.conversations = Conversations(lambda: Agent(
             model=self.model_factory(), system_prompt=self.system_prompt, callback_handler=None,
             conversation_manager=SlidingWindowConversationManager(window_size=WINDOW_MESSAGES)))
+        self._shutdown = _Shutdown()
+
+    async def shut_down(self) -> int:
+        """Stop answering, for a process about to exit (``agent.entrypoint`` calls it on SIGTERM). A
+        new answer is refused with a ``shutting_down`` error event; answers in progress have
+        ``shutdown_grace`` seconds to finish, then each stops its stages and ends with a
+        ``shutting_down`` error event (the conversation keeps what its caller was sent). Returns once
+        no answer is running (at most ``shutdown_grace`` + ``STOP_TIMEOUT`` seconds later): how many
+        were ended early."""
+        shutdown = self._shutdown
+        shutdown.started.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(shutdown.idle.wait(), self.shutdown_grace)
+            return 0
+        ended = shutdown.running
+        shutdown.grace_over.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(shutdown.idle.wait(), STOP_TIMEOUT + 1)
+        return ended
 
     async def answer(self, request: VoiceRequest, session_id: str | None = None,
                      cancel: BargeIn | asyncio.Event | None = None) -> AsyncIterator[dict[str, Any]]:
@@ -95,6 +117,16 @@ class VoicePipeline:
         caller played keeps exactly the words heard by then, marked as interrupted. The caller may
         also say it after the answer completed (:meth:`played`)."""
         cancel = cancel or asyncio.Event()
+        if self._shutdown.started.is_set():
+            yield {**events.error(events.SHUTTING_DOWN, "the agent is shutting down; ask again"), "seq": 0}
+            return
+        with self._shutdown.answering():
+            async with contextlib.aclosing(self._answer(request, session_id, cancel)) as answer:
+                async for event in answer:
+                    yield event
+
+    async def _answer(self, request: VoiceRequest, session_id: str | None,
+                      cancel: asyncio.Event) -> AsyncIterator[dict[str, Any]]:
         async with self.conversations.turn(session_id) as (agent, turn):
             history = len(agent.messages)
             caller = CallerStage(request, session_id, turn)
@@ -144,11 +176,12 @@ class VoicePipeline:
             yield caller.failed(events.TTS_FAILED, str(exc))
             return
         chain = _Chain(self._stages(request, agent, tts), self.max_queued_frames)
-        watcher = asyncio.create_task(_interrupt_on(cancel, chain), name="voice-pipeline-cancel")
+        stop = _FirstOf(cancel, self._shutdown.grace_over)
+        watcher = asyncio.create_task(_interrupt_on(stop, chain), name="voice-pipeline-cancel")
         ended = False
         try:
             while True:
-                if cancel.is_set() and not chain.output.interrupted.is_set():
+                if stop.is_set() and not chain.output.interrupted.is_set():
                     # Frames already queued come out without a pause, so the watcher may not have run
                     # yet: interrupt now, or the caller stage would count audio the caller is never sent.
                     chain.interrupt()
@@ -157,6 +190,12 @@ class VoicePipeline:
                 except Interrupted:
                     ended = True
                     stop_ms = round((time.perf_counter() - chain.interrupted_at) * 1000, 1)
+                    if not cancel.is_set():
+                        log.info("answer ended by the shutdown after %.0f s: stages stopped in %.1f ms",
+                                 self.shutdown_grace, stop_ms)
+                        yield caller.failed(events.SHUTTING_DOWN, f"the agent is shutting down; the answer did not "
+                                                                  f"finish within {self.shutdown_grace:g} s")
+                        return
                     log.info("answer cancelled by the caller: model stream and TTS session stopped in %.1f ms",
                              stop_ms)
                     yield caller.cancelled(stop_ms)
@@ -242,9 +281,51 @@ async def _finish(chain: _Chain, tts: TTSSession, *, abandoned: bool) -> None:
     await tts.abort()
 
 
-async def _interrupt_on(cancel: asyncio.Event, chain: _Chain) -> None:
-    await cancel.wait()
+async def _interrupt_on(stop: _FirstOf, chain: _Chain) -> None:
+    await stop.wait()
     chain.interrupt()
+
+
+class _FirstOf:
+    """Set when either event is."""
+
+    def __init__(self, *events: asyncio.Event) -> None:
+        self._events = events
+
+    def is_set(self) -> bool:
+        return any(event.is_set() for event in self._events)
+
+    async def wait(self) -> None:
+        waits = [asyncio.ensure_future(event.wait()) for event in self._events]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+
+
+class _Shutdown:
+    """The answers running, and how far the agent's shutdown has come."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        """No new answer is taken."""
+        self.grace_over = asyncio.Event()
+        """Answers still running end now."""
+        self.idle = asyncio.Event()
+        self.idle.set()
+        self.running = 0
+
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        self.running += 1
+        self.idle.clear()
+        try:
+            yield
+        finally:
+            self.running -= 1
+            if self.running == 0:
+                self.idle.set()
 
 
 def _log_answer(request: VoiceRequest, end: dict[str, Any] | None) -> None:

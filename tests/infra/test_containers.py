@@ -1,5 +1,6 @@
-"""The container contracts, checked without a Docker engine: the Dockerfiles are parsed, and their
-entry commands resolve to the commands the other tests run."""
+"""The container contracts, read from the Dockerfiles without a Docker engine (the container tier,
+tests/containers, builds and runs them): their entry commands resolve to the commands the other
+tests run."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from voice_agent.cli import build_parser
-from voice_agent.commands.serve import tts_settings
+from tts_server.cli import build_parser, tts_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,18 +27,18 @@ def test_the_tts_image_follows_the_sagemaker_bidirectional_streaming_contract():
     assert "com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true" in values("Dockerfile.tts", "LABEL")
     assert values("Dockerfile.tts", "EXPOSE") == ["8080"]
     assert values("Dockerfile.tts", "USER")[-1] not in ("root", "0")
-    assert any("prepare-model" in run for run in values("Dockerfile.tts", "RUN")), "model assembled at build time"
+    assert any("python -m tts_server prepare-model" in run for run in values("Dockerfile.tts", "RUN")), \
+        "model assembled at build time"
     entry = json.loads(values("Dockerfile.tts", "ENTRYPOINT")[-1]) + json.loads(values("Dockerfile.tts", "CMD")[-1])
-    assert entry == ["voice-agent", "serve"]
+    assert entry == ["python", "-m", "tts_server", "serve"]
     # `docker run IMAGE serve` replaces CMD with "serve": the TTS server on every interface, port 8080.
-    args = build_parser().parse_args(entry[1:])
+    args = build_parser().parse_args(entry[3:])
     assert (args.command, args.host, args.port) == ("serve", "0.0.0.0", 8080)
-    assert args.handler is build_parser().parse_args(["serve-tts"]).handler
 
 
-def test_the_agent_image_is_arm64_python_312_non_root_on_8080():
-    base = values("Dockerfile.agent", "FROM")[0]
-    assert re.fullmatch(r"--platform=linux/arm64 python:3\.12-slim", base)
+def test_the_agent_image_is_arm64_unless_built_for_another_platform_python_312_non_root_on_8080():
+    assert values("Dockerfile.agent", "FROM") == ["--platform=${PLATFORM} ${BASE_IMAGE}"]
+    assert build_args("Dockerfile.agent") == {"BASE_IMAGE": "python:3.12-slim", "PLATFORM": "linux/arm64"}
     assert values("Dockerfile.agent", "EXPOSE") == ["8080"]
     assert values("Dockerfile.agent", "USER")[-1] not in ("root", "0")
     assert json.loads(values("Dockerfile.agent", "CMD")[-1]) == ["python", "-m", "agent.entrypoint"]
@@ -47,45 +47,42 @@ def test_the_agent_image_is_arm64_python_312_non_root_on_8080():
     assert "VOICE_AGENT_MODEL=bedrock" in environment
 
 
-def test_each_image_installs_its_own_hash_pinned_lock():
-    for name, lock in (("Dockerfile.tts", "requirements-tts.lock"), ("Dockerfile.agent", "requirements-agent.lock")):
+def test_each_image_installs_its_own_hash_pinned_lock_and_copies_only_its_own_leg():
+    for name, lock, own, other in (("Dockerfile.tts", "requirements-tts.lock", "tts_server", "agent"),
+                                   ("Dockerfile.agent", "requirements-agent.lock", "agent", "tts_server")):
         assert any(f"--require-hashes -r {lock}" in run for run in values(name, "RUN")), name
-        assert any(lock in copy for copy in values(name, "COPY")), name
+        copied = " ".join(values(name, "COPY"))
+        assert lock in copied and f"{own} ./{own}" in copied and "tts_protocol ./tts_protocol" in copied, name
+        assert f"{other} ./{other}" not in copied and "voice_agent" not in copied, name
 
 
 def build_args(name: str) -> dict[str, str]:
     return dict(argument.split("=", 1) if "=" in argument else (argument, "") for argument in values(name, "ARG"))
 
 
-def stages(name: str) -> dict[str, list[tuple[str, str]]]:
-    """Each build stage's instructions, by stage name (the last, unnamed one as "final")."""
-    found: dict[str, list[tuple[str, str]]] = {}
-    current: list[tuple[str, str]] = []
-    for instruction, argument in instructions(name):
-        if instruction == "FROM":
-            words = argument.split()
-            current = found.setdefault(words[2] if len(words) == 3 and words[1].upper() == "AS" else "final", [])
-        current.append((instruction, argument))
-    return found
+def test_both_dockerfiles_build_with_the_classic_builder():
+    """Debian's Docker engine has no BuildKit: the classic builder builds every stage of a Dockerfile
+    (a GPU stage would be built for the CPU image) and reads no `# syntax=` directive."""
+    for name in ("Dockerfile.tts", "Dockerfile.agent"):
+        assert len(values(name, "FROM")) == 1, name
+        assert "# syntax=" not in (ROOT / name).read_text(), name
+        assert build_args(name)["BASE_IMAGE"] == "python:3.12-slim", name
 
 
-def test_the_tts_image_variant_is_a_build_argument_and_the_gpu_stage_serves_a_verified_model():
-    assert build_args("Dockerfile.tts")["VARIANT"] == "cpu"
-    built = stages("Dockerfile.tts")
-    assert built["final"][0] == ("FROM", "runtime-${VARIANT}")
-    assert set(built) == {"base", "runtime-cpu", "runtime-gpu", "final"}
-    gpu = built["runtime-gpu"]
-    run = " ".join(argument for instruction, argument in gpu if instruction == "RUN")
-    assert "pip uninstall --yes onnxruntime" in run
-    assert "--require-hashes -r requirements-gpu.lock" in run
-    assert 'prepare-model --model-url "$MODEL_URL" --model-sha256 "$MODEL_SHA256"' in run
-    gpu_args = dict(argument.split("=", 1) for instruction, argument in gpu if instruction == "ARG")
-    assert re.fullmatch(r"[0-9a-f]{64}", gpu_args["MODEL_SHA256"])
-    # The engine serves what prepare-model saved: the URL's file name in the image's cache directory.
-    cache = re.search(r"VOICE_AGENT_CACHE=(\S+)", " ".join(values("Dockerfile.tts", "ENV"))).group(1)
-    model_file = gpu_args["MODEL_URL"].rsplit("/", 1)[1]
-    assert ("ENV", f"VOICE_AGENT_MODEL_FILE={cache}/{model_file}") in gpu
-    assert ("ENV", "VOICE_AGENT_VOICES=${VOICES_URL:+/opt/model/voices.bin}") in built["final"]
+def test_the_tts_image_variant_is_a_build_argument_and_the_gpu_variant_serves_a_verified_model():
+    arguments = build_args("Dockerfile.tts")
+    assert arguments["VARIANT"] == "cpu"
+    assert re.fullmatch(r"[0-9a-f]{64}", arguments["MODEL_SHA256"])
+    (variant,) = [run for run in values("Dockerfile.tts", "RUN") if "$VARIANT" in run]
+    gpu = variant[variant.index("gpu)"):variant.index(";;", variant.index("gpu)"))]
+    assert "pip uninstall --yes onnxruntime" in gpu
+    assert "--require-hashes -r requirements-gpu.lock" in gpu
+    assert 'prepare-model --model-url "$MODEL_URL" --model-sha256 "$MODEL_SHA256"' in gpu
+    assert "exit 1" in variant, "an unknown variant fails the build"
+    environment = values("Dockerfile.tts", "ENV")
+    assert "VOICE_AGENT_MODEL_FILE=/opt/model/served.onnx" in environment
+    assert any("VOICE_AGENT_VOICES=${VOICES_URL:+/opt/model/voices.bin}" in line for line in environment)
+    assert any("VOICE_AGENT_DEFAULT_VOICE=${DEFAULT_VOICE}" in line for line in environment)
 
 
 def test_the_gpu_lock_swaps_onnxruntime_for_the_cuda_12_build_and_agrees_with_the_tts_lock():

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent.config import AgentSettings
-from infra.settings import InfraSettings
+from infra.settings import KOKORO_VOICES_SHA256, KOKORO_VOICES_URL, InfraSettings
 from tests.support.infra import resources, synthesize
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,14 +69,18 @@ def test_the_tts_image_asset_carries_the_bidirectional_capability_label_and_the_
     manifest = json.loads((outdir / "VoiceAgent.assets.json").read_text())
     source = manifest["dockerImages"][f"tts-{asset_hash}"]["source"]
     assert source["dockerFile"] == "Dockerfile.tts"
-    assert source["dockerBuildArgs"] == {"VARIANT": "gpu"}  # ml.g5.xlarge is a GPU instance
+    # ml.g5.xlarge is a GPU instance; the deployment speaks English: Kokoro v1.0's voices, verified at build time.
+    assert source["dockerBuildArgs"] == {"VARIANT": "gpu", "VOICES_URL": KOKORO_VOICES_URL,
+                                         "VOICES_SHA256": KOKORO_VOICES_SHA256, "DEFAULT_VOICE": "af_heart"}
+    assert model["Properties"]["PrimaryContainer"]["Environment"]["VOICE_AGENT_DEFAULT_VOICE"] == "af_heart"
     assert source["platform"] == "linux/amd64"
     staged = (outdir / source["directory"] / "Dockerfile.tts").read_text()
     assert "LABEL com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true" in staged
     # The build context is only what the images copy (.dockerignore): no virtualenv, no test output.
     staged_names = {path.name for path in (outdir / source["directory"]).iterdir()}
-    assert {"agent", "tts_server", "voice_agent", "requirements-tts.lock", "requirements-agent.lock"} <= staged_names
-    assert not staged_names & {".venv", "tests", "test-artifacts", ".git", "cdk.out"}
+    assert {"agent", "caller_protocol", "tts_server", "tts_protocol", "settings_table.py", "requirements-tts.lock",
+            "requirements-agent.lock"} <= staged_names
+    assert not staged_names & {".venv", "tests", "test-artifacts", ".git", "cdk.out", "voice_agent", "infra"}
     assert model["Properties"]["EnableNetworkIsolation"] is True
 
 
@@ -97,15 +101,23 @@ def test_the_endpoint_is_the_configured_instance_type_and_scales_on_concurrent_s
     assert tracking["TargetValue"] == SETTINGS.tts_sessions_per_instance
 
 
-def test_a_cpu_instance_type_builds_the_cpu_image_and_settings_are_validated(tmp_path):
-    templates = synthesize(tmp_path, stack_name="Voice-Cpu", tts_instance_type="ml.c7i.xlarge", tts_max_instances=3)
+def test_a_cpu_instance_type_builds_the_cpu_image_with_the_voices_chosen_and_settings_are_validated(tmp_path):
+    voices = {"voices_url": "https://example.com/voices/my-voices.bin", "voices_sha256": "ab" * 32, "voice": "bf_emma"}
+    templates = synthesize(tmp_path, stack_name="Voice-Cpu", tts_instance_type="ml.c7i.xlarge", tts_max_instances=3,
+                           **voices)
     manifest = json.loads((tmp_path / "VoiceAgent.assets.json").read_text())
     tts = [image for image in manifest["dockerImages"].values() if image["source"]["dockerFile"] == "Dockerfile.tts"]
-    assert tts[0]["source"]["dockerBuildArgs"] == {"VARIANT": "cpu"}
+    assert tts[0]["source"]["dockerBuildArgs"] == {"VARIANT": "cpu", "VOICES_URL": voices["voices_url"],
+                                                   "VOICES_SHA256": "ab" * 32, "DEFAULT_VOICE": "bf_emma"}
+    (runtime,) = resources(templates["Voice-Cpu"], "AWS::BedrockAgentCore::Runtime").values()
+    assert runtime["Properties"]["EnvironmentVariables"]["VOICE_AGENT_VOICE"] == "bf_emma"
     (target,) = resources(templates["Voice-Cpu"], "AWS::ApplicationAutoScaling::ScalableTarget").values()
     assert target["Properties"]["MaxCapacity"] == 3
+    # Without a voices file the image keeps the packaged voices and the container's own default.
+    assert InfraSettings(voices_url="", tts_instance_type="ml.c7i.xlarge").tts_build_args == {"VARIANT": "cpu"}
     for bad in ({"tts_instance_type": "g5.xlarge"}, {"tts_min_instances": 3, "tts_max_instances": 2},
-                {"stack_name": "9lives"}, {"bedrock_model_id": "model id with spaces"}):
+                {"stack_name": "9lives"}, {"bedrock_model_id": "model id with spaces"},
+                {"voices_url": "https://example.com/other.bin"}, {"voices_sha256": "not-a-digest"}):
         with pytest.raises(ValueError):
             synthesize(tmp_path / "bad", **bad)
 

@@ -44,6 +44,7 @@ def test_a_fetched_model_is_kept_only_when_its_digest_matches(file_server, tmp_p
     assert cli(["prepare-model", "--model-url", f"{url}/kokoro-other.onnx", "--model-sha256", digest]) == 0
     fetched = tmp_path / "kokoro-other.onnx"
     assert fetched.read_bytes() == (directory / "kokoro-other.onnx").read_bytes()
+    assert fetched.stat().st_mode & 0o777 == 0o644, "an image's server runs as another user than its build"
 
     assert cli(["prepare-model", "--voices-url", f"{url}/missing.bin", "--voices-sha256", digest]) == 1
     assert "404" in capsys.readouterr().err
@@ -61,6 +62,13 @@ def test_the_engine_serves_the_model_named_in_the_environment_and_logs_its_provi
     assert "engine: kokoro-other.timed.onnx on CPUExecutionProvider (available: " in caplog.text
     assert engine.timed and "word timings on" in caplog.text
     assert len(b"".join(engine.synthesize("Hello."))) > 24_000 * 2 * 0.2  # it speaks
+
+    link = tmp_path / "served.onnx"  # as the image names the model it serves
+    link.symlink_to(directory / "kokoro-other.onnx")
+    monkeypatch.setenv(MODEL_FILE_ENV, str(link))
+    with caplog.at_level(logging.INFO, logger="tts_server.engine"):
+        assert KokoroEngine.load(threads=1).timed
+    assert not (tmp_path / "served.timed.onnx").exists(), "the link is followed to the file it names"
 
     monkeypatch.setenv(MODEL_FILE_ENV, str(directory / "absent.onnx"))
     with pytest.raises(RuntimeError, match="VOICE_AGENT_MODEL_FILE=.*absent.onnx is not a file"):

@@ -137,6 +137,33 @@ async def test_a_caller_that_goes_away_stops_every_stage_and_leaves_no_trace_of_
         assert agent.messages == [] and turn == 2
 
 
+async def test_a_shutdown_lets_an_answer_in_progress_finish_within_the_grace_and_refuses_new_ones():
+    voice = pipeline(FakeTTS(), shutdown_grace=60)
+    answer = voice.answer(VoiceRequest("Go."), "s")
+    events = [await anext(answer)]
+    shutting_down = asyncio.create_task(voice.shut_down())
+    events += [event async for event in answer]
+    assert events[-1]["type"] == "end" and events[-1]["metrics"]["cancelled"] is False
+    assert [event["text"] for event in events if event["type"] == "sentence"] == expected_sentences("long")
+    assert await shutting_down == 0, "no answer was ended early"
+    refused = checked(await collect(voice.answer(VoiceRequest("Again."), "s")))
+    assert [(event["type"], event["code"]) for event in refused] == [("error", "shutting_down")]
+
+
+async def test_an_answer_still_running_when_the_shutdown_grace_ends_ends_with_shutting_down_and_stops_every_stage():
+    voice = pipeline(FakeTTS(delay=0.05), speed=1, shutdown_grace=0.2)  # the recording lasts seconds at speed 1
+    tasks_before = len(asyncio.all_tasks())
+    answer = voice.answer(VoiceRequest("Go."), "s")
+    events = [await anext(answer)]
+    shutting_down = asyncio.create_task(voice.shut_down())
+    events += [event async for event in answer]
+    assert await shutting_down == 1
+    checked(events)
+    assert events[-1]["type"] == "error" and events[-1]["code"] == "shutting_down"
+    assert "within 0.2 s" in events[-1]["message"]
+    assert len(asyncio.all_tasks()) == tasks_before, "a stage outlived the answer"
+
+
 async def test_an_unknown_voice_is_an_invalid_request_before_any_audio():
     events = checked(await collect(pipeline(FakeTTS()).answer(VoiceRequest("Go.", voice="nobody"))))
     assert events[-1]["type"] == "error" and events[-1]["code"] == "invalid_request"
