@@ -160,7 +160,7 @@ def start(engine: Engine, command: DockerCommand, container: str, port: int, log
     engine.docker("rm", "--force", container, check=False)  # one left by a run that was killed
     began = time.monotonic()
     process = start_attached(engine, command.with_options("--name", container), log_path, env)
-    server = servers.Server(f"{container} container", port, process, str(log_path))
+    server = servers.Server(container, port, process, str(log_path))
     try:
         servers.wait_healthy(server, timeout, progress)
     except BaseException:
