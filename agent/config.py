@@ -76,6 +76,10 @@ class AgentSettings:
         "VOICE_AGENT_TTS_RECONNECTS", 3, "times a lost TTS session is reopened (waits 0.2 s, doubling) and its "
         "unfinished sentences resent, before the answer fails with `tts_failed`; raise it to ride out a container "
         "restart (about 5 s here: 6 attempts wait up to 12.6 s)", at_least(0))
+    max_conversations: int = setting(
+        "VOICE_AGENT_MAX_CONVERSATIONS", 256, "conversations kept in memory, one per session; beyond it the least "
+        "recently used is forgotten (its session's next turn starts afresh). Each keeps its last 20 messages",
+        at_least(1))
     shutdown_grace: float = setting(
         "VOICE_AGENT_SHUTDOWN_GRACE", 5.0, "seconds the answers in progress may go on once the agent is told to stop "
         "(SIGTERM); then each ends with a `shutting_down` error event and the process exits. Keep it below the "

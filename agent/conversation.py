@@ -11,13 +11,24 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from strands import Agent
+from strands.agent.conversation_manager import SlidingWindowConversationManager
+from strands.models import Model
 
 log = logging.getLogger(__name__)
 
-MAX_SESSIONS = 256
-"""Conversations kept in memory; beyond this the least recently used one is forgotten."""
+MAX_CONVERSATIONS = 256
+"""Conversations kept in memory (``VOICE_AGENT_MAX_CONVERSATIONS``); beyond this the least recently
+used one is forgotten: its session's next turn starts a new conversation."""
 WINDOW_MESSAGES = 20
-"""Messages of a conversation the model sees: ten turns, enough for a spoken exchange."""
+"""Messages a conversation keeps, and the model sees: ten turns, enough for a spoken exchange. Each
+is at most a prompt (4,000 characters) or an answer (``BEDROCK_MAX_TOKENS``), so a conversation holds
+tens of kilobytes at most, and all of them together a few tens of megabytes."""
+
+
+def new_conversation(model: Model, system_prompt: str) -> Agent:
+    """A conversation's Strands agent, which keeps its latest :data:`WINDOW_MESSAGES` messages."""
+    return Agent(model=model, system_prompt=system_prompt, callback_handler=None,
+                 conversation_manager=SlidingWindowConversationManager(window_size=WINDOW_MESSAGES))
 
 
 class Heard(Protocol):
@@ -41,9 +52,9 @@ class Conversations:
     memory (a sliding window of ``WINDOW_MESSAGES``). Turns of one session take turns: a second
     request waits for the first to finish. A request without a session id gets a fresh agent."""
 
-    def __init__(self, make_agent: Callable[[], Agent], max_sessions: int = MAX_SESSIONS) -> None:
+    def __init__(self, make_agent: Callable[[], Agent], max_conversations: int = MAX_CONVERSATIONS) -> None:
         self._make_agent = make_agent
-        self._max_sessions = max_sessions
+        self._max_conversations = max_conversations
         self._sessions: OrderedDict[str, tuple[Agent, asyncio.Lock, list[int]]] = OrderedDict()
         self._last: dict[str, LastAnswer] = {}
 
@@ -55,9 +66,11 @@ class Conversations:
             return
         if session_id not in self._sessions:
             self._sessions[session_id] = (self._make_agent(), asyncio.Lock(), [0])
-            while len(self._sessions) > self._max_sessions:
+            while len(self._sessions) > self._max_conversations:
                 forgotten, _ = self._sessions.popitem(last=False)
                 self._last.pop(forgotten, None)
+                log.info("forgot the conversation of session %s, the least recently used of %d", forgotten,
+                         self._max_conversations + 1)
         self._sessions.move_to_end(session_id)
         agent, lock, turns = self._sessions[session_id]
         async with lock:

@@ -33,7 +33,7 @@ from agent.llm.select import build_model, model_kind
 from agent.pipeline import VoicePipeline
 from agent.transports import Connect, tts_target
 from agent.tts_client import TTSSession
-from caller_protocol import MAX_PAYLOAD_BYTES, RequestError, VoiceRequest, events
+from caller_protocol import MAX_PAYLOAD_BYTES, RequestError, VoiceRequest, checked_session_id, events
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,7 @@ def create_app(settings: AgentSettings | None = None, tts: str | Connect | None 
                              system_prompt=settings.system_prompt, default_voice=settings.voice,
                              chunker_factory=lambda: SentenceChunker(quick_first_chunk=settings.quick_first_chunk),
                              pipelining=settings.pipelining, shutdown_grace=settings.shutdown_grace,
+                             max_conversations=settings.max_conversations,
                              session_factory=functools.partial(TTSSession, chunk_timeout=settings.tts_timeout,
                                                                max_reconnects=settings.tts_reconnects))
     app = BedrockAgentCoreApp()
@@ -62,10 +63,11 @@ def create_app(settings: AgentSettings | None = None, tts: str | Connect | None 
     async def invoke(payload: Any, context: RequestContext) -> EventStream:
         try:
             request = VoiceRequest.from_payload(payload)
+            # The session header: turns of one AgentCore session share a conversation.
+            session_id = checked_session_id(context.session_id)
         except RequestError as exc:
             return EventStream(one_event({**events.error(events.INVALID_REQUEST, str(exc)), "seq": 0}))
-        # The session header: turns of one AgentCore session share a conversation.
-        return EventStream(pipeline.answer(request, context.session_id))
+        return EventStream(pipeline.answer(request, session_id))
 
     @app.websocket
     async def converse(websocket: WebSocket, context: RequestContext) -> None:

@@ -22,6 +22,7 @@ from caller_protocol.requests import (
     INVOCATIONS_PATH,
     MAX_PAYLOAD_BYTES,
     MAX_PROMPT_CHARS,
+    MAX_SESSION_ID_CHARS,
     MAX_SPEED,
     MIN_SPEED,
     MODES,
@@ -32,6 +33,7 @@ from caller_protocol.requests import (
     RequestError,
     UnreadableMessage,
     VoiceRequest,
+    checked_session_id,
     encode_ask,
     encode_cancel,
     parse_ws_message,
@@ -39,7 +41,8 @@ from caller_protocol.requests import (
 
 __all__ = [
     "ASK", "CANCEL", "DEFAULT_FORMAT", "DEFAULT_MODE", "FORMATS", "INVOCATIONS_PATH", "MAX_LINE_BYTES",
-    "MAX_PAYLOAD_BYTES", "MAX_PROMPT_CHARS", "MAX_SPEED", "MIN_SPEED", "MODES", "SESSION_HEADER", "WS_PATH",
+    "MAX_PAYLOAD_BYTES", "MAX_PROMPT_CHARS", "MAX_SESSION_ID_CHARS", "MAX_SPEED", "MIN_SPEED", "MODES",
+    "SESSION_HEADER", "WS_PATH",
     "AnswerProtocolError", "AnswerReader", "Ask", "Cancel", "RequestError", "SSEDecoder", "UnreadableMessage",
-    "VoiceRequest", "encode_ask", "encode_cancel", "events", "parse_ws_message",
+    "VoiceRequest", "checked_session_id", "encode_ask", "encode_cancel", "events", "parse_ws_message",
 ]

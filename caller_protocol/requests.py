@@ -32,6 +32,11 @@ INVOCATIONS_PATH = "/invocations"
 WS_PATH = "/ws"
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 """The AgentCore runtime session of a request; a local caller sets it itself."""
+MAX_SESSION_ID_CHARS = 256
+SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,255}")
+"""What a session id may be: 1 to 256 characters (AgentCore's maximum; the service also wants at
+least 33, which a local agent does not insist on) of letters, digits, ``.``, ``_``, ``:`` and ``-``,
+a letter or digit first. It names a conversation in the agent's memory and in its logs."""
 
 MODES = ("incremental", "batch")
 """``incremental``: speak each sentence as soon as it is written; ``batch``: speak the whole answer
@@ -57,6 +62,17 @@ PLAYED_MS = "played_ms"
 
 class RequestError(ValueError):
     """A request the agent refuses; the message says what to fix."""
+
+
+def checked_session_id(value: str | None) -> str | None:
+    """The session header's value when it is a session id (:data:`SESSION_ID`); None for none (an
+    empty header is none). Raises :class:`RequestError` otherwise, without echoing the value."""
+    if not value:
+        return None
+    if not SESSION_ID.fullmatch(value):
+        raise RequestError(f"{SESSION_HEADER}: a session id is 1 to {MAX_SESSION_ID_CHARS} letters, digits, '.', "
+                           f"'_', ':' or '-', a letter or digit first (this one has {len(value)} characters)")
+    return value
 
 
 @dataclass(frozen=True)

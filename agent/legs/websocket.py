@@ -21,10 +21,20 @@ from typing import Any
 from starlette.websockets import WebSocket
 
 from agent.pipeline import BargeIn, VoicePipeline
-from caller_protocol import Ask, RequestError, UnreadableMessage, VoiceRequest, events, parse_ws_message
+from caller_protocol import (
+    Ask,
+    RequestError,
+    UnreadableMessage,
+    VoiceRequest,
+    checked_session_id,
+    events,
+    parse_ws_message,
+)
 
 log = logging.getLogger(__name__)
 
+POLICY_VIOLATION = 1008
+"""The close code for a connection refused as a whole (an unusable session id)."""
 STOP_TIMEOUT = 5.0
 """Seconds a barged-in answer may take to send its last event before it is cut off."""
 
@@ -35,13 +45,20 @@ class WebSocketCaller:
     def __init__(self, websocket: WebSocket, pipeline: VoicePipeline, session_id: str | None) -> None:
         self._websocket = websocket
         self._pipeline = pipeline
-        self._session_id = session_id or f"ws-{uuid.uuid4().hex}"
+        self._header_session_id = session_id
+        self._session_id = f"ws-{uuid.uuid4().hex}"
         self._send_lock = asyncio.Lock()
         self._answer: asyncio.Task[None] | None = None
         self._cancel = BargeIn()
 
     async def run(self) -> None:
         await self._websocket.accept()
+        try:
+            self._session_id = checked_session_id(self._header_session_id) or self._session_id
+        except RequestError as exc:  # refused before any answer: one error, then the connection closes
+            await self._send({**events.error(events.INVALID_REQUEST, str(exc)), "seq": None})
+            await self._websocket.close(code=POLICY_VIOLATION)
+            return
         try:
             while True:
                 message = await self._websocket.receive()

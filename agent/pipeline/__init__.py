@@ -20,11 +20,16 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from strands import Agent
-from strands.agent.conversation_manager import SlidingWindowConversationManager
 from strands.models import Model
 
 from agent.chunker import SentenceChunker
-from agent.conversation import WINDOW_MESSAGES, Conversations, LastAnswer, keep_what_was_said
+from agent.conversation import (
+    MAX_CONVERSATIONS,
+    Conversations,
+    LastAnswer,
+    keep_what_was_said,
+    new_conversation,
+)
 from agent.pipeline.audio_stage import AudioStage
 from agent.pipeline.caller_stage import CallerStage
 from agent.pipeline.chunk_stage import Chunker, ChunkStage, WholeAnswerChunker
@@ -79,11 +84,11 @@ class VoicePipeline:
     pipelining: bool = True
     max_queued_frames: int = MAX_QUEUED_FRAMES
     shutdown_grace: float = SHUTDOWN_GRACE
+    max_conversations: int = MAX_CONVERSATIONS
 
     def __post_init__(self) -> None:
-        self.conversations = Conversations(lambda: Agent(
-            model=self.model_factory(), system_prompt=self.system_prompt, callback_handler=None,
-            conversation_manager=SlidingWindowConversationManager(window_size=WINDOW_MESSAGES)))
+        self.conversations = Conversations(lambda: new_conversation(self.model_factory(), self.system_prompt),
+                                           self.max_conversations)
         self._shutdown = _Shutdown()
 
     async def shut_down(self) -> int:

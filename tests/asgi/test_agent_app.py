@@ -7,6 +7,7 @@ import json
 
 import pytest
 from starlette.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
 
 from agent.config import AgentSettings
 from agent.entrypoint import create_app
@@ -46,6 +47,20 @@ def test_invocations_streams_the_answer_as_server_sent_events(client):
 def test_a_refused_request_is_one_error_event(client):
     events = parse_sse(client.post("/invocations", json={"prompt": ""}).content)
     assert [(e["type"], e["code"]) for e in events] == [("error", "invalid_request")]
+
+
+@pytest.mark.parametrize("session_id", ["x" * 257, "has space", "-leading-dash", "new\nline", "semi;colon"])
+def test_a_session_id_that_is_not_one_is_refused_on_both_legs_without_being_echoed(client, session_id):
+    events = parse_sse(client.post("/invocations", json={"prompt": "Hi?"}, headers={SESSION_HEADER: session_id})
+                       .content)
+    assert [(e["type"], e["code"]) for e in events] == [("error", "invalid_request")]
+    assert SESSION_HEADER in events[0]["message"] and session_id not in events[0]["message"]
+    with client.websocket_connect(WS_PATH, headers={SESSION_HEADER: session_id}) as ws:
+        refused = json.loads(ws.receive_text())
+        assert (refused["type"], refused["code"], refused["seq"]) == ("error", "invalid_request", None)
+        with pytest.raises(WebSocketDisconnect) as closed:
+            ws.receive_text()
+    assert closed.value.code == 1008
 
 
 def test_a_body_over_the_limit_is_413_before_it_is_read(client):

@@ -9,7 +9,7 @@ from importlib.resources import files
 
 import pytest
 
-from caller_protocol import AnswerProtocolError, AnswerReader, events, requests
+from caller_protocol import AnswerProtocolError, AnswerReader, RequestError, checked_session_id, events, requests
 
 
 def test_a_request_round_trips_through_its_ask_message():
@@ -117,3 +117,19 @@ def test_a_cancel_or_an_ask_may_say_how_much_of_the_answer_was_played():
 def test_a_played_position_that_is_not_a_number_of_milliseconds_is_refused(played):
     with pytest.raises(requests.UnreadableMessage, match="played_ms"):
         requests.parse_ws_message(f'{{"type": "cancel", "played_ms": {played}}}')
+
+
+@pytest.mark.parametrize("session_id", ["s", "voice-agent-" + "0" * 32, "a" * 256, "arn:session_1.2-x"])
+def test_a_session_id_of_letters_digits_and_separators_up_to_256_characters_is_one(session_id):
+    assert checked_session_id(session_id) == session_id
+
+
+def test_no_session_header_or_an_empty_one_is_no_session():
+    assert checked_session_id(None) is None and checked_session_id("") is None
+
+
+@pytest.mark.parametrize("session_id", ["a" * 257, "two words", "_first", "tab\there", "<script>", "ü"])
+def test_anything_else_is_refused_saying_what_a_session_id_is_without_echoing_it(session_id):
+    with pytest.raises(RequestError, match="a session id is 1 to 256") as refused:
+        checked_session_id(session_id)
+    assert session_id not in str(refused.value)
