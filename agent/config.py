@@ -84,6 +84,9 @@ class AgentSettings:
         "VOICE_AGENT_SHUTDOWN_GRACE", 5.0, "seconds the answers in progress may go on once the agent is told to stop "
         "(SIGTERM); then each ends with a `shutting_down` error event and the process exits. Keep it below the "
         "platform's kill delay (`docker stop` waits 10 s) by the few seconds stopping takes", above(0))
+    diagnostics: bool = setting(
+        "VOICE_AGENT_DIAGNOSTICS", False, "`1`: also serve `GET /diagnostics` (asyncio tasks, answers running, "
+        "conversations, open file descriptors, resident memory) for soak runs and leak checks on a local agent", flag)
     record_dir: str | None = setting(
         "VOICE_AGENT_RECORD_DIR", None, "write every whole model stream there in the replay format (one JSONL file "
         "per answer), to replay a live answer later at its own pace; unset: nothing is recorded")

@@ -58,6 +58,10 @@ class Conversations:
         self._sessions: OrderedDict[str, tuple[Agent, asyncio.Lock, list[int]]] = OrderedDict()
         self._last: dict[str, LastAnswer] = {}
 
+    def __len__(self) -> int:
+        """Conversations kept."""
+        return len(self._sessions)
+
     @contextlib.asynccontextmanager
     async def turn(self, session_id: str | None) -> AsyncIterator[tuple[Agent, int]]:
         """The session's agent and this turn's number (1 for the first), held for the turn."""

@@ -25,6 +25,7 @@ from starlette.websockets import WebSocket
 
 from agent.chunker import SentenceChunker
 from agent.config import AgentSettings
+from agent.legs.diagnostics import diagnostics
 from agent.legs.limits import PayloadLimit, too_deep
 from agent.legs.page import page
 from agent.legs.sse import EventStream, one_event
@@ -57,6 +58,8 @@ def create_app(settings: AgentSettings | None = None, tts: str | Connect | None 
     app.state.pipeline = pipeline
     app.add_middleware(PayloadLimit, limit=MAX_PAYLOAD_BYTES)
     app.add_route("/", page, methods=["GET"])
+    if settings.diagnostics:
+        app.add_route("/diagnostics", diagnostics, methods=["GET"])
     app.add_exception_handler(RecursionError, too_deep)
 
     @app.entrypoint

@@ -91,6 +91,10 @@ class VoicePipeline:
                                            self.max_conversations)
         self._shutdown = _Shutdown()
 
+    @property
+    def answers_running(self) -> int:
+        return self._shutdown.running
+
     async def shut_down(self) -> int:
         """Stop answering, for a process about to exit (``agent.entrypoint`` calls it on SIGTERM). A
         new answer is refused with a ``shutting_down`` error event; answers in progress have
@@ -280,10 +284,12 @@ _FINISHING: set[asyncio.Future[None]] = set()
 async def _finish(chain: _Chain, tts: TTSSession, *, abandoned: bool) -> None:
     """Stop what is still running of an answer, and release its TTS session."""
     if abandoned:
-        stop_ms = await chain.stop()
-        log.info("answer abandoned by the caller: model stream and TTS session stopped in %.1f ms", stop_ms)
+        await chain.stop()
     await chain.wait()
     await tts.abort()
+    if abandoned:
+        stop_ms = (time.perf_counter() - chain.interrupted_at) * 1000
+        log.info("answer abandoned by the caller: model stream and TTS session stopped in %.1f ms", stop_ms)
 
 
 async def _interrupt_on(stop: _FirstOf, chain: _Chain) -> None:

@@ -89,3 +89,13 @@ def test_ws_answers_with_binary_audio_and_a_cancel_ends_the_next_answer(client):
 def test_the_page_is_served_at_the_root(client):
     response = client.get("/")
     assert response.status_code == 200 and "<!doctype html>" in response.text.lower()
+
+
+def test_diagnostics_are_served_only_when_asked_for(client):
+    assert client.get("/diagnostics").status_code == 404
+    settings = AgentSettings(model="replay", replay="short", replay_speed=1000, diagnostics=True)
+    with TestClient(create_app(settings, tts=FakeTTS().connect)) as diagnosed:
+        diagnosed.post("/invocations", json={"prompt": "Hi?"}, headers={SESSION_HEADER: "s-diagnosed"})
+        state = diagnosed.get("/diagnostics").json()
+    assert state["answers"] == 0 and state["conversations"] == 1
+    assert state["tasks"] >= 1 and state["open_fds"] > 0 and state["rss_mb"] > 0

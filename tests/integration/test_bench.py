@@ -98,7 +98,8 @@ def test_the_overhead_benchmark_runs_once_and_writes_results(tmp_path):
 def test_the_reliability_benchmark_runs_once_and_writes_results(tmp_path):
     """The suite's load levels are also the reliability tier's load test: every accepted session is
     answered in order with complete audio, the rest refused as overloaded, memory bounded, and a
-    session opened after the heaviest level (the fuzzer's) is served."""
+    session opened after the heaviest level (the fuzzer's) is served. Callers that leave mid-answer
+    and a short soak leave nothing behind in the agent."""
     results = run_suite("reliability", tmp_path)
     assert [level["sessions"] for level in results["load"]] == list(reliability.QUICK_LEVELS)
     assert results["max_sessions"] < reliability.QUICK_LEVELS[-1], "the last level must see refusals"
@@ -110,6 +111,13 @@ def test_the_reliability_benchmark_runs_once_and_writes_results(tmp_path):
     assert results["peak_rss_mb"] < 2_500, "memory stays bounded under load"
     assert results["fuzz_tts"]["inputs"] == reliability.QUICK_FUZZ and results["fuzz_tts"]["valid_request_after"]
     assert results["fuzz_agent"]["alive_after"] and results["peak_rss_mb"] > 0
+    left = results["leaving"]
+    assert left["left_mid_answer"] + left["answer_ended_first"] == reliability.QUICK_LEAVING
+    assert left["never_stopped"] == 0 and left["leaked_tasks"] == 0 and left["leaked_fds"] == 0
+    soaked = results["soak"]
+    assert soaked["answers"] == sum(soaked["kinds"].values()) == reliability.QUICK_SOAK
+    assert soaked["task_growth"] <= 0 and soaked["fd_growth"] <= 0, "an answer left a task or a socket behind"
+    assert_plot(tmp_path, "reliability")
 
 
 def test_the_local_model_benchmark_runs_once_and_reports_its_build(tmp_path):

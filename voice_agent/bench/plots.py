@@ -140,3 +140,28 @@ def overhead(results: dict[str, Any], path: Path) -> Path:
     axes.set_title("The pipeline's own overhead on the way to first audio", fontsize=10)
     axes.legend(fontsize=8)
     return _save(figure, path)
+
+
+def reliability(results: dict[str, Any], path: Path) -> Path:
+    """The soak over time: both processes' resident memory, and the agent's tasks and descriptors."""
+    samples = results["soak"]["samples"]
+    answers = [sample["answers"] for sample in samples]
+    figure, left = _figure(height=3.4)
+    left.plot(answers, [sample["agent_process"]["rss_mb"] for sample in samples], "-", color=MEASURED_COLOUR,
+              label="agent resident MB")
+    left.plot(answers, [sample["tts_process"]["rss_mb"] for sample in samples], "-", color="#2ca02c",
+              label="TTS server resident MB")
+    left.set_xlabel("answers")
+    left.set_ylabel("resident memory (MB)")
+    left.set_ylim(0, None)
+    right = left.twinx()
+    right.plot(answers, [sample["agent"]["tasks"] for sample in samples], "--", color="#d62728",
+               label="agent asyncio tasks")
+    right.plot(answers, [sample["agent_process"]["open_fds"] for sample in samples], ":", color="#9467bd",
+               label="agent open descriptors")
+    right.set_ylabel("count")
+    right.set_ylim(0, None)
+    handles = left.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
+    left.legend(handles, [h.get_label() for h in handles], fontsize=8, loc="center right")
+    left.set_title(f"Soak: {results['soak']['answers']} answers through one agent and one TTS server", fontsize=10)
+    return _save(figure, path)

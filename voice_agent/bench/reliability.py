@@ -29,7 +29,7 @@ import websockets
 
 import tts_protocol as protocol
 from tts_protocol.client import Failed
-from voice_agent.bench import write_results
+from voice_agent.bench import leaving, plots, write_results
 from voice_agent.dev import servers
 from voice_agent.dev.raw_tts import read_answers
 
@@ -303,30 +303,43 @@ def markdown(results: dict[str, Any]) -> str:
         f"Agent payload fuzz: {agent['inputs']} inputs -> {agent['outcomes']}; agent healthy afterwards: "
         f"{agent['alive_after']}.",
         f"Agent /ws fuzz: {ws['inputs']} messages on one connection -> {ws['outcomes']}; a valid ask on the "
-        f"same connection afterwards was answered with audio: {ws['valid_ask_after']}."])
+        f"same connection afterwards was answered with audio: {ws['valid_ask_after']}.", "",
+        *leaving.markdown(results["leaving"], results["soak"])])
 
 
 QUICK_LEVELS, QUICK_MAX_SESSIONS, QUICK_FUZZ = (1, 2, 4), 2, 100
 """With ``quick``: the load levels, against a server that takes this many sessions (so the last
 level still sees refusals), and the fuzz inputs per leg."""
+LEAVING, SOAK = 100, 1000
+QUICK_LEAVING, QUICK_SOAK = 4, 6
 
 
 async def measure(tts: servers.Server, agent: servers.Server, fuzz_count: int, *, levels: tuple[int, ...],
-                  max_sessions: int) -> dict[str, Any]:
+                  max_sessions: int, leavers: int, soak_answers: int) -> dict[str, Any]:
     load = [await load_level(tts.ws_url, level) for level in levels]
-    return {"max_sessions": max_sessions, "load": load, "peak_rss_mb": memory_mb(tts.process.pid),
-            "fuzz_tts": await fuzz_tts(tts.ws_url, fuzz_count), "oversize_frame": await oversize_frame(tts.ws_url),
-            "fuzz_agent": await fuzz_agent(agent.http_url, fuzz_count),
-            "fuzz_ws": await fuzz_agent_ws(agent.http_url, fuzz_count), "machine": platform.platform()}
+    results = {"max_sessions": max_sessions, "load": load, "peak_rss_mb": memory_mb(tts.process.pid),
+               "fuzz_tts": await fuzz_tts(tts.ws_url, fuzz_count), "oversize_frame": await oversize_frame(tts.ws_url),
+               "fuzz_agent": await fuzz_agent(agent.http_url, fuzz_count),
+               "fuzz_ws": await fuzz_agent_ws(agent.http_url, fuzz_count), "machine": platform.platform()}
+    results["leaving"] = await leaving.leaving(agent, leavers)
+    results["soak"] = await leaving.soak(agent, tts, soak_answers, sample_every=max(1, soak_answers // 100),
+                                         progress=print)
+    return results
 
 
 def main(out_dir: Path, trials: int = 1, fuzz_count: int = 400, quick: bool = False) -> dict[str, Any]:
     """``trials`` multiplies the fuzz inputs (400 each)."""
     levels, max_sessions = (QUICK_LEVELS, QUICK_MAX_SESSIONS) if quick else (LEVELS, MAX_SESSIONS)
+    out_dir.mkdir(parents=True, exist_ok=True)
     with servers.running(servers.start_tts_server(extra_args=["--max-sessions", str(max_sessions)],
-                                                  progress=print)) as tts:
-        with servers.running(servers.start_agent_server(tts.ws_url, replay="short")) as agent:
-            results = asyncio.run(measure(tts, agent, QUICK_FUZZ if quick else fuzz_count * trials, levels=levels,
-                                          max_sessions=max_sessions))
-    write_results(out_dir, "reliability", results, markdown(results))
+                                                  progress=print, log_path=str(out_dir / "reliability-tts.log"))) \
+            as tts:
+        # The agent logs each abandoned answer when it has stopped: the caller-leaving figures read it.
+        agent = servers.start_agent_server(tts.ws_url, replay="short", log_path=str(out_dir / "reliability-agent.log"),
+                                           env={"VOICE_AGENT_DIAGNOSTICS": "1"})
+        with servers.running(agent):
+            results = asyncio.run(measure(
+                tts, agent, QUICK_FUZZ if quick else fuzz_count * trials, levels=levels, max_sessions=max_sessions,
+                leavers=QUICK_LEAVING if quick else LEAVING, soak_answers=QUICK_SOAK if quick else SOAK))
+    write_results(out_dir, "reliability", results, markdown(results), plots.reliability)
     return results
