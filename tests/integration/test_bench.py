@@ -109,14 +109,18 @@ def test_the_reliability_benchmark_runs_once_and_writes_results(tmp_path):
         assert level["refusal_codes"] == (["overloaded"] if level["refused"] else [])
         assert level["all_in_order"] and level["all_complete"]
     assert results["peak_rss_mb"] < 2_500, "memory stays bounded under load"
-    assert results["fuzz_tts"]["inputs"] == reliability.QUICK_FUZZ and results["fuzz_tts"]["valid_request_after"]
-    assert results["fuzz_agent"]["alive_after"] and results["peak_rss_mb"] > 0
+    fuzz = results["fuzz"]
+    assert fuzz["frames"] == 3 * reliability.QUICK_FUZZ and (fuzz["crashes"], fuzz["hangs"]) == (0, 0)
+    assert fuzz["wrong_answers"] == 0 and all(leg["valid_request_after"] for leg in fuzz["legs"].values())
+    assert results["peak_rss_mb"] > 0
     left = results["leaving"]
     assert left["left_mid_answer"] + left["answer_ended_first"] == reliability.QUICK_LEAVING
     assert left["never_stopped"] == 0 and left["leaked_tasks"] == 0 and left["leaked_fds"] == 0
+    assert left["hung"] == 0 and left["answers_left_running"] == 0
     soaked = results["soak"]
     assert soaked["answers"] == sum(soaked["kinds"].values()) == reliability.QUICK_SOAK
     assert soaked["task_growth"] <= 0 and soaked["fd_growth"] <= 0, "an answer left a task or a socket behind"
+    assert soaked["kinds"]["hung"] == 0 and soaked["answers_left_running"] == 0
     assert_plot(tmp_path, "reliability")
 
 

@@ -35,6 +35,17 @@ STOP_WAIT = 10.0
 """Seconds to wait for an abandoned answer's log line before counting it as never stopped."""
 SETTLE = 5.0
 """Seconds the agent may take to return to its baseline of tasks and descriptors."""
+CALLER_TIMEOUT = 60.0
+"""Seconds one caller's whole exchange may take (a short answer takes 3-4 s); beyond it the
+exchange is abandoned and counted as hung."""
+
+
+async def _bounded(exchange: Awaitable[float | None]) -> float | None | str:
+    """The exchange's result, or "hung" when it took over :data:`CALLER_TIMEOUT` seconds."""
+    try:
+        return await asyncio.wait_for(exchange, CALLER_TIMEOUT)
+    except TimeoutError:
+        return "hung"
 
 
 async def diagnostics(agent: servers.Server) -> dict[str, Any]:
@@ -115,20 +126,24 @@ def _percentiles(values: list[float]) -> dict[str, float]:
 async def leaving(agent: servers.Server, count: int, seed: int = 17) -> dict[str, Any]:
     """``count`` callers that leave at a random moment of their answer, alternating SSE and ``/ws``."""
     log_path = Path(str(agent.log_path))
+    await _bounded(_sse(agent.http_url, None))  # whole answers first: pools and lazily made parts exist
+    await _bounded(_ws(agent.http_url, None))
     started = time.monotonic()
-    await _sse(agent.http_url, None)  # one whole answer: its length bounds the moments, and pools exist
+    await _bounded(_sse(agent.http_url, None))  # its length bounds the moments
     answer_seconds = time.monotonic() - started
-    await _ws(agent.http_url, None)
     baseline = await settled(agent, await diagnostics(agent))
     rng = random.Random(seed)
     stops: list[float] = []
-    ended_first = never_stopped = 0
+    ended_first = never_stopped = hung = 0
     for index in range(count):
         leave_after = rng.uniform(0.05, 0.9 * answer_seconds)
         before = len(abandoned_at(log_path))
-        closed = await (_sse if index % 2 == 0 else _ws)(agent.http_url, leave_after)
+        closed = await _bounded((_sse if index % 2 == 0 else _ws)(agent.http_url, leave_after))
         if closed is None:
             ended_first += 1
+            continue
+        if closed == "hung":
+            hung += 1
             continue
         deadline = time.monotonic() + STOP_WAIT
         while len(times := abandoned_at(log_path)) <= before and time.monotonic() < deadline:
@@ -139,7 +154,8 @@ async def leaving(agent: servers.Server, count: int, seed: int = 17) -> dict[str
         stops.append(max(times[-1] - closed, 0.0) * 1000)
     after = await settled(agent, baseline)
     return {"callers": count, "left_mid_answer": len(stops), "answer_ended_first": ended_first,
-            "never_stopped": never_stopped, "answer_seconds": round(answer_seconds, 2),
+            "never_stopped": never_stopped, "hung": hung, "answers_left_running": after["answers"],
+            "answer_seconds": round(answer_seconds, 2),
             "stop_ms": _percentiles(stops), "stop_ms_all": [round(value, 1) for value in stops],
             "leaked_tasks": max(after["tasks"] - baseline["tasks"], 0),
             "leaked_fds": max(after["open_fds"] - baseline["open_fds"], 0), "baseline": baseline, "after": after}
@@ -155,8 +171,8 @@ async def soak(agent: servers.Server, tts: servers.Server, answers: int, sample_
                progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """``answers`` short answers back to back: SSE and ``/ws`` in turn; every 10th cancelled on
     ``/ws`` after 0.5 s, every 10th (offset by 5) abandoned by its caller after 0.5 s."""
-    await _sse(agent.http_url, None)
-    await _ws(agent.http_url, None)
+    await _bounded(_sse(agent.http_url, None))
+    await _bounded(_ws(agent.http_url, None))
     samples = []
     started = time.monotonic()
 
@@ -166,7 +182,7 @@ async def soak(agent: servers.Server, tts: servers.Server, answers: int, sample_
                         "agent_process": _process(agent.process.pid), "tts_process": _process(tts.process.pid)})
 
     await sample(0)
-    kinds = {"whole": 0, "cancelled": 0, "abandoned": 0}
+    kinds = {"whole": 0, "cancelled": 0, "abandoned": 0, "hung": 0}
     for index in range(1, answers + 1):
         run: Awaitable[Any]
         if index % 10 == 0:
@@ -175,8 +191,7 @@ async def soak(agent: servers.Server, tts: servers.Server, answers: int, sample_
             run, kind = (_sse if index % 20 == 5 else _ws)(agent.http_url, 0.5), "abandoned"
         else:
             run, kind = (_sse if index % 2 else _ws)(agent.http_url, None), "whole"
-        await run
-        kinds[kind] += 1
+        kinds["hung" if await _bounded(run) == "hung" else kind] += 1
         if index % sample_every == 0 or index == answers:
             await sample(index)
             if progress and index % (sample_every * 10) == 0:
@@ -187,7 +202,8 @@ async def soak(agent: servers.Server, tts: servers.Server, answers: int, sample_
             "tts_rss_growth_mb": round(last["tts_process"]["rss_mb"] - first["tts_process"]["rss_mb"], 1),
             "fd_growth": last["agent_process"]["open_fds"] - first["agent_process"]["open_fds"],
             "tts_fd_growth": last["tts_process"]["open_fds"] - first["tts_process"]["open_fds"],
-            "task_growth": last["agent"]["tasks"] - first["agent"]["tasks"]}
+            "task_growth": last["agent"]["tasks"] - first["agent"]["tasks"],
+            "answers_left_running": last["agent"]["answers"]}
 
 
 def markdown(left: dict[str, Any], soaked: dict[str, Any]) -> list[str]:
@@ -197,10 +213,13 @@ def markdown(left: dict[str, Any], soaked: dict[str, Any]) -> list[str]:
         f"{left['answer_seconds']} s answer; {left['left_mid_answer']} left mid-answer "
         f"({left['answer_ended_first']} answers had ended first). From the caller closing its connection to the "
         f"answer's model stream, TTS session and stages all stopped: p50 {stop['p50']} ms, p99 {stop['p99']} ms, "
-        f"max {stop['max']} ms; never stopped: {left['never_stopped']}. Left behind in the agent: "
-        f"{left['leaked_tasks']} tasks, {left['leaked_fds']} descriptors.", "",
+        f"max {stop['max']} ms; never stopped: {left['never_stopped']}; callers hung: {left['hung']}. Left behind "
+        f"in the agent: {left['leaked_tasks']} tasks, {left['leaked_fds']} descriptors, {left['answers_left_running']} "
+        f"answers still running.", "",
         f"Soak: {soaked['answers']} answers back to back in {soaked['seconds']} s ({soaked['kinds']['whole']} whole, "
-        f"{soaked['kinds']['cancelled']} cancelled, {soaked['kinds']['abandoned']} abandoned; SSE and /ws in turn). "
+        f"{soaked['kinds']['cancelled']} cancelled, {soaked['kinds']['abandoned']} abandoned, "
+        f"{soaked['kinds']['hung']} hung; SSE and /ws in turn; answers still running at the end: "
+        f"{soaked['answers_left_running']}). "
         f"Growth from first to last sample: agent resident memory {soaked['rss_growth_mb']} MB, descriptors "
         f"{soaked['fd_growth']}, asyncio tasks {soaked['task_growth']}; TTS server resident memory "
         f"{soaked['tts_rss_growth_mb']} MB, descriptors {soaked['tts_fd_growth']}."]

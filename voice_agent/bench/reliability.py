@@ -5,10 +5,9 @@
   request must be answered in order with complete audio (the frames add up to what
   ``synthesis_complete`` reports); sessions over the limit must be refused with ``overloaded``;
   the server's peak resident memory is read from ``/proc``.
-- **fuzz**: random and mutated client messages on one TTS session (text and binary frames, invalid
-  UTF-8, deep JSON, wrong types, unknown types, missing fields, oversize messages and frames),
-  random agent payloads, and bad messages on one agent ``/ws`` connection. Every bad message must
-  get a clear error; a valid request afterwards must still work; the servers must stay up.
+- **fuzz** (``fuzzing``): 100,000 inputs on each of the TTS WebSocket, the agent's ``/invocations``
+  and its ``/ws``, each answered as its protocol module specifies; hangs, crashes, memory.
+- **leaving** and **soak** (``leaving``): callers that leave mid-answer, and 1,000 answers in a row.
 
 The reliability tests (``tests/reliability/``) run the same functions and assert on them.
 """
@@ -17,19 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import platform
-import random
 import time
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import websockets
 
 import tts_protocol as protocol
 from tts_protocol.client import Failed
-from voice_agent.bench import leaving, plots, write_results
+from voice_agent.bench import fuzzing, leaving, plots, write_results
 from voice_agent.dev import servers
 from voice_agent.dev.raw_tts import read_answers
 
@@ -95,193 +91,6 @@ async def load_level(url: str, sessions: int) -> dict[str, Any]:
             "seconds": round(time.perf_counter() - started, 1)}
 
 
-# Fuzzing -------------------------------------------------------------------------------------------
-
-
-def _valid(rng: random.Random) -> dict[str, Any]:
-    return {"type": "synthesize", "request_id": f"f{rng.randrange(10**9)}", "text": rng.choice(["Hi.", "Yes.", "Ok."])}
-
-
-def fuzz_messages(count: int, seed: int = 7) -> list[str | bytes]:
-    """``count`` bad (or barely valid) client messages: random bytes, invalid UTF-8, deep JSON,
-    wrong types, unknown types, missing fields, mutations of a valid message."""
-    rng = random.Random(seed)
-    wrong_values = [None, 0, -1, 1e308, True, [], {}, "", "x" * 200, float("nan")]
-    makers = [
-        lambda: bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64))),  # random binary
-        lambda: b"\xff\xfe" + json.dumps(_valid(rng)).encode(),  # invalid UTF-8
-        lambda: "[" * rng.randrange(1_000, 60_000),  # deep JSON
-        lambda: '{"a":' * rng.randrange(1_000, 10_000) + "1" + "}" * rng.randrange(0, 10),
-        lambda: json.dumps(rng.choice([[], 1, "text", None, [1, 2]])),  # JSON, not an object
-        lambda: json.dumps({"type": rng.choice(["dance", "", "SYNTHESIZE", 5, None])}),  # unknown types
-        lambda: json.dumps({k: v for k, v in _valid(rng).items() if k != rng.choice(["text", "type"])}),
-        lambda: json.dumps({**_valid(rng), rng.choice(["text", "voice", "speed", "request_id", "format"]):
-                            rng.choice(wrong_values)}, allow_nan=True),
-        lambda: json.dumps({**_valid(rng), "speed": rng.choice([0, 0.1, 99, -3])}),
-        lambda: json.dumps({**_valid(rng), "voice": rng.choice(["nobody", "../x", "jf_alpha\x00"])}),
-        lambda: json.dumps(_valid(rng))[: rng.randrange(1, 40)],  # truncated
-        lambda: json.dumps({**_valid(rng), "text": "x" * (protocol.MAX_TEXT_CHARS + 1)}),
-        lambda: json.dumps({**_valid(rng), "pad": "y" * protocol.MAX_MESSAGE_BYTES}),  # oversize message
-        lambda: json.dumps({**_valid(rng), "text": rng.choice(["!!!", "...", "\u0007\u0008", "😀😀😀", "   "])}),
-    ]
-    messages: list[str | bytes] = []
-    for _ in range(count):
-        message = rng.choice(makers)()
-        if isinstance(message, str) and rng.random() < 0.3:
-            message = message.encode("utf-8")  # the same as a binary frame
-        messages.append(message)
-    return messages
-
-
-async def fuzz_tts(url: str, count: int, seed: int = 7) -> dict[str, Any]:
-    """Send each fuzz message on one session and wait for its answer: an error, or (for a message
-    that happens to be valid) a complete synthesis. Then a valid request must still work."""
-    outcomes: dict[str, int] = {}
-    async with websockets.connect(url, open_timeout=10, max_size=4 * 1024 * 1024) as ws:
-        for message in fuzz_messages(count, seed):
-            await ws.send(message)
-            while True:
-                reply = protocol.parse_server_message(await asyncio.wait_for(ws.recv(), REPLY_TIMEOUT))
-                if isinstance(reply, protocol.Error):
-                    if not reply.code or not reply.message:
-                        raise AssertionError(f"an error without a code or message: {reply}")
-                    outcomes[reply.code] = outcomes.get(reply.code, 0) + 1
-                    break
-                if isinstance(reply, protocol.SynthesisComplete):
-                    outcomes["synthesized"] = outcomes.get("synthesized", 0) + 1
-                    break
-        await ws.send(json.dumps({"type": "synthesize", "request_id": "after", "text": "Still working."}))
-        answer = await _read_answers(ws, ["after"])
-    return {"inputs": count, "outcomes": dict(sorted(outcomes.items())), "valid_request_after": answer["complete"]}
-
-
-async def oversize_frame(url: str) -> dict[str, Any]:
-    """A frame over the server's frame limit closes that connection (1009); a new one works."""
-    async with websockets.connect(url, open_timeout=10, max_size=None) as ws:
-        with contextlib.suppress(websockets.ConnectionClosed):
-            await ws.send(b"x" * (2 * 1024 * 1024))
-            await asyncio.wait_for(ws.recv(), REPLY_TIMEOUT)
-        close_code = ws.close_code
-    async with websockets.connect(url, open_timeout=10) as ws:
-        await ws.send(json.dumps({"type": "synthesize", "request_id": "next", "text": "Fine."}))
-        answer = await _read_answers(ws, ["next"])
-    return {"close_code": close_code, "next_connection_works": answer["complete"]}
-
-
-def fuzz_payloads(count: int, seed: int = 11) -> list[bytes]:
-    """Bad agent payloads: not JSON, not an object, wrong types and ranges, unknown fields."""
-    rng = random.Random(seed)
-    invalid = {  # values each field refuses
-        "prompt": [None, 0, True, [], {}, "", "   ", "x" * 4_001],
-        "mode": [None, 0, "", "sideways", "BATCH"],
-        "voice": [0, "", "../x", "x" * 65, "a b", "nobody"],  # "nobody": well-formed, refused by the TTS
-        "speed": [None, "1", True, 0, 0.49, 2.01, 1e9, -1],
-        "format": [None, 0, "", "flac", "MP3"],
-    }
-    makers = [
-        lambda: bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64))),
-        lambda: json.dumps(rng.choice([[], 1, "prompt", None])).encode(),
-        lambda: json.dumps({"prompt": rng.choice(invalid["prompt"])}).encode(),
-        lambda: json.dumps({"prompt": "Hi.", **{(field := rng.choice(["mode", "voice", "speed", "format"])):
-                                                rng.choice(invalid[field])}}).encode(),
-        lambda: json.dumps({"prompt": "Hi.", rng.choice(["colour", "Prompt", "__proto__"]): 1}).encode(),
-        lambda: ("[" * rng.randrange(1_000, 50_000)).encode(),
-        lambda: b'{"prompt": "\xff\xfe"}',
-    ]
-    return [rng.choice(makers)() for _ in range(count)]
-
-
-async def fuzz_agent(url: str, count: int, seed: int = 11) -> dict[str, Any]:
-    """POST each bad payload: a 4xx or an ``invalid_request`` event; never a 5xx; the agent stays up."""
-    outcomes: dict[str, int] = {}
-    timeout = aiohttp.ClientTimeout(total=REPLY_TIMEOUT)
-    async with aiohttp.ClientSession(timeout=timeout) as client:
-        for payload in fuzz_payloads(count, seed):
-            async with client.post(f"{url}/invocations", data=payload,
-                                   headers={"Content-Type": "application/json"}) as response:
-                body = await response.read()
-                if response.status >= 500:
-                    raise AssertionError(f"HTTP {response.status} for {payload[:80]!r}: {body[:300]!r}")
-                if response.status == 200:
-                    # Refused before any work, or (a well-formed but unknown voice) at the first sentence.
-                    last = json.loads(body.decode().strip().split("\n\n")[-1].removeprefix("data: "))
-                    if last.get("code") != "invalid_request":
-                        raise AssertionError(f"{payload[:80]!r} was not refused: {last}")
-                    key = "invalid_request event"
-                else:
-                    key = f"HTTP {response.status}"
-                outcomes[key] = outcomes.get(key, 0) + 1
-        async with client.get(f"{url}/ping") as ping:
-            alive = ping.status == 200
-    return {"inputs": count, "outcomes": outcomes, "alive_after": alive}
-
-
-def fuzz_ws_messages(count: int, seed: int = 13) -> list[str | bytes]:
-    """Bad messages for the agent's ``/ws`` leg: the bad payloads as asks, as raw text and as binary
-    frames; unknown, missing and mistyped ``type``; deep JSON; invalid UTF-8."""
-    rng = random.Random(seed)
-    payloads = fuzz_payloads(count, seed)
-
-    def as_ask(payload: bytes) -> str | bytes:
-        with contextlib.suppress(ValueError, RecursionError):
-            body = json.loads(payload)
-            if isinstance(body, dict):
-                return json.dumps({"type": "ask", **body})
-        return payload
-
-    makers = [
-        lambda i: as_ask(payloads[i]),
-        lambda i: payloads[i].decode("utf-8", "replace"),
-        lambda i: payloads[i],  # a binary frame
-        lambda i: json.dumps({"type": rng.choice(["Ask", "tell", "", None, 1, [], {}]), "prompt": "Hi."}),
-        lambda i: json.dumps({"prompt": "Hi."}),  # no type
-        # Deep, but under the 64 KiB message limit (over it the connection closes with 1009, tested apart).
-        lambda i: rng.choice(["[", '{"type":']) * rng.randrange(1_000, 7_000),
-        lambda i: b'{"type": "ask", "prompt": "\xff\xfe"}',
-        lambda i: json.dumps({"type": "ask", "prompt": "Hi.", "speed": rng.choice(["fast", -1, 1e9])}),
-    ]
-    return [rng.choice(makers)(index) for index in range(count)]
-
-
-async def fuzz_agent_ws(url: str, count: int, seed: int = 13) -> dict[str, Any]:
-    """Send each bad message on ONE ``/ws`` connection: each must get an ``error`` event (a refused
-    ask may first start its answer, which then ends); then a valid ask on the same connection must
-    be answered with audio."""
-    ws_url = url.replace("http://", "ws://", 1) + "/ws"
-    outcomes: dict[str, int] = {}
-    async with websockets.connect(ws_url, max_size=None, open_timeout=REPLY_TIMEOUT) as ws:
-        for message in fuzz_ws_messages(count, seed):
-            await ws.send(message)
-            while True:  # until this message's error; a started answer runs on to its end
-                event = json.loads(await asyncio.wait_for(_next_text(ws), REPLY_TIMEOUT))
-                if event["type"] == "error":
-                    if event["code"] != "invalid_request":
-                        raise AssertionError(f"{message[:80]!r}: {event}")
-                    key = "refused mid-answer" if event["seq"] not in (None, 0) else \
-                        ("unreadable message" if event["seq"] is None else "invalid ask")
-                    outcomes[key] = outcomes.get(key, 0) + 1
-                    if key != "refused mid-answer":
-                        break
-                elif event["type"] == "end":
-                    break
-        await ws.send(json.dumps({"type": "ask", "prompt": "Are you still there?"}))
-        audio, kinds = 0, []
-        while not kinds or kinds[-1] != "end":
-            frame = await asyncio.wait_for(ws.recv(), REPLY_TIMEOUT)
-            if isinstance(frame, bytes):
-                audio += len(frame)
-            else:
-                kinds.append(json.loads(frame)["type"])
-    return {"inputs": count, "outcomes": outcomes, "valid_ask_after": audio > 0 and "error" not in kinds,
-            "audio_bytes_after": audio}
-
-
-async def _next_text(ws: Any) -> str:
-    while isinstance(message := await ws.recv(), bytes):  # audio of an answer that started
-        pass
-    return message
-
-
 # The report ----------------------------------------------------------------------------------------
 
 
@@ -292,22 +101,18 @@ def markdown(results: dict[str, Any]) -> str:
         rows.append(f"| {level['sessions']} | {level['accepted']} | {level['refused']} "
                     f"({', '.join(level['refusal_codes']) or '-'}) | {level['requests_answered']} | "
                     f"{level['all_in_order']} | {level['all_complete']} | {level['seconds']} |")
-    tts, agent, frame, ws = results["fuzz_tts"], results["fuzz_agent"], results["oversize_frame"], results["fuzz_ws"]
+    frame = results["oversize_frame"]
     return "\n".join([
         f"TTS server with --max-sessions {results['max_sessions']}; each session pipelines {len(SENTENCES)} "
         f"sentences; {results['machine']}.", "", *rows, "",
         f"Peak resident memory of the TTS server: {results['peak_rss_mb']} MB.", "",
-        f"TTS protocol fuzz: {tts['inputs']} inputs on one session -> {tts['outcomes']}; a valid request "
-        f"afterwards completed: {tts['valid_request_after']}. A 2 MiB frame closed its connection with "
-        f"{frame['close_code']}; the next connection worked: {frame['next_connection_works']}.",
-        f"Agent payload fuzz: {agent['inputs']} inputs -> {agent['outcomes']}; agent healthy afterwards: "
-        f"{agent['alive_after']}.",
-        f"Agent /ws fuzz: {ws['inputs']} messages on one connection -> {ws['outcomes']}; a valid ask on the "
-        f"same connection afterwards was answered with audio: {ws['valid_ask_after']}.", "",
+        f"A 2 MiB frame closed its connection with {frame['close_code']}; the next connection worked: "
+        f"{frame['next_connection_works']}.", "",
+        *fuzz_markdown(results["fuzz"]), "",
         *leaving.markdown(results["leaving"], results["soak"])])
 
 
-QUICK_LEVELS, QUICK_MAX_SESSIONS, QUICK_FUZZ = (1, 2, 4), 2, 100
+QUICK_LEVELS, QUICK_MAX_SESSIONS, QUICK_FUZZ = (1, 2, 4), 2, 1_000
 """With ``quick``: the load levels, against a server that takes this many sessions (so the last
 level still sees refusals), and the fuzz inputs per leg."""
 LEAVING, SOAK = 100, 1000
@@ -317,18 +122,46 @@ QUICK_LEAVING, QUICK_SOAK = 4, 6
 async def measure(tts: servers.Server, agent: servers.Server, fuzz_count: int, *, levels: tuple[int, ...],
                   max_sessions: int, leavers: int, soak_answers: int) -> dict[str, Any]:
     load = [await load_level(tts.ws_url, level) for level in levels]
+    await fuzzing.until_accepted(tts.ws_url)
     results = {"max_sessions": max_sessions, "load": load, "peak_rss_mb": memory_mb(tts.process.pid),
-               "fuzz_tts": await fuzz_tts(tts.ws_url, fuzz_count), "oversize_frame": await oversize_frame(tts.ws_url),
-               "fuzz_agent": await fuzz_agent(agent.http_url, fuzz_count),
-               "fuzz_ws": await fuzz_agent_ws(agent.http_url, fuzz_count), "machine": platform.platform()}
+               "oversize_frame": await fuzzing.oversize_frame(tts.ws_url), "machine": platform.platform()}
+    legs = {"tts": await fuzzing.fuzz_tts(tts, fuzz_count), "invocations": await fuzzing.fuzz_agent(agent, fuzz_count),
+            "ws": await fuzzing.fuzz_agent_ws(agent, fuzz_count)}
+    for name, inputs in (("tts", fuzzing.tts_inputs), ("invocations", fuzzing.agent_inputs), ("ws", fuzzing.ws_inputs)):
+        legs[name]["parser_lines_reached"] = fuzzing.parser_coverage(
+            inputs(fuzz_count), ("tts_protocol", "caller_protocol"), max(fuzz_count // 10, 1))
+    results["fuzz"] = {"frames": sum(leg["frames"] for leg in legs.values()),
+                       "crashes": sum(leg["crashes"] for leg in legs.values()),
+                       "hangs": sum(leg["hangs"] for leg in legs.values()),
+                       "wrong_answers": sum(len(leg["wrong"]) for leg in legs.values()), "legs": legs}
     results["leaving"] = await leaving.leaving(agent, leavers)
     results["soak"] = await leaving.soak(agent, tts, soak_answers, sample_every=max(1, soak_answers // 100),
                                          progress=print)
     return results
 
 
-def main(out_dir: Path, trials: int = 1, fuzz_count: int = 400, quick: bool = False) -> dict[str, Any]:
-    """``trials`` multiplies the fuzz inputs (400 each)."""
+FUZZ_FRAMES = 100_000
+"""Fuzz inputs per leg."""
+
+
+def fuzz_markdown(fuzz: dict[str, Any]) -> list[str]:
+    rows = ["| leg | frames | answers by kind | not as specified | hangs | crashes | valid request after | "
+            "resident MB before -> after | frames/s |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, leg in fuzz["legs"].items():
+        kinds = ", ".join(f"{kind} {count:,}" for kind, count in leg["answers"].items())
+        rows.append(f"| {name} | {leg['frames']:,} | {kinds} | {len(leg['wrong'])} | {leg['hangs']} | {leg['crashes']} "
+                    f"| {leg['valid_request_after']} | {leg['rss_mb_before']} -> {leg['rss_mb_after']} | "
+                    f"{leg['frames_per_second']} |")
+    curves = "; ".join(f"{name} {leg['parser_lines_reached']}" for name, leg in fuzz["legs"].items())
+    return [f"Fuzz: {fuzz['frames']:,} frames over three legs (mutated valid messages, hand-made bad ones, random "
+            f"bytes and text); each must get exactly the answer its protocol module specifies.", "", *rows, "",
+            f"Lines of the protocol modules' parsers the inputs reached, after each tenth of them: {curves} "
+            f"(a flat curve: more inputs find no new path through the parsers; the servers' own paths are not "
+            f"counted)."]
+
+
+def main(out_dir: Path, trials: int = 1, fuzz_count: int = FUZZ_FRAMES, quick: bool = False) -> dict[str, Any]:
+    """``trials`` multiplies the fuzz inputs."""
     levels, max_sessions = (QUICK_LEVELS, QUICK_MAX_SESSIONS) if quick else (LEVELS, MAX_SESSIONS)
     out_dir.mkdir(parents=True, exist_ok=True)
     with servers.running(servers.start_tts_server(extra_args=["--max-sessions", str(max_sessions)],
