@@ -67,3 +67,48 @@ def test_record_captures_a_bedrock_stream_in_the_replay_format(bedrock, tmp_path
     times = [t for t, _ in recording.events]
     assert times == sorted(times) and times[-1] > 0.2, "the stream's own timing is kept"
     assert json.loads(out.read_text().splitlines()[0])["meta"]["prompt"] == "Explain streaming."
+
+
+async def bedrock_answers(tts_server, artifacts, name: str, faults: list[str], prompts: list[str],
+                          recording: str = "long") -> tuple[list, str]:
+    """Each prompt's events, asked in one session of an agent on the real BedrockModel against a stand-in
+    with ``faults``; and the stand-in's log."""
+    log = artifacts / f"bedrock-local-{name}.log"
+    log.unlink(missing_ok=True)
+    env = {**FAKE_CREDENTIALS, "BEDROCK_MODEL_ID": MODEL_ID}
+    with servers.running(servers.start_bedrock_local(recording, replay_speed=4.0, log_path=str(log),
+                                                     faults=faults)) as stand_in:
+        agent = await asyncio.to_thread(servers.start_agent_server, tts_server.ws_url, model="bedrock",
+                                        env={**env, "BEDROCK_ENDPOINT_URL": stand_in.http_url},
+                                        log_path=str(artifacts / f"agent-bedrock-{name}.log"))
+        try:
+            answers = [(await raw_answer(agent.http_url, {"prompt": prompt}, f"bedrock-{name}-0123456789abcdef01"))[1]
+                       for prompt in prompts]
+        finally:
+            servers.stop(agent)
+    return answers, log.read_text()
+
+
+async def test_a_throttled_request_before_the_first_token_is_retried_and_the_answer_spoken(tts_server, artifacts):
+    (answer,), log = await bedrock_answers(tts_server, artifacts, "throttled", ["--throttle-first", "1"],
+                                           ["Explain streaming."], recording="short")
+    assert answer[-1]["type"] == "end", answer[-1]
+    assert [e["text"] for e in answer if e["type"] == "sentence"] == expected_sentences("short")
+    assert "request 1 throttled" in log and log.count("ConverseStream model=") == 1, "retried once, then served"
+
+
+async def test_a_stream_error_mid_answer_ends_it_with_model_failed_and_the_conversation_keeps_what_was_spoken(
+        tts_server, artifacts):
+    # The recording's 67 events end with its last sentences: after 45 the first ones are complete.
+    (first, second), log = await bedrock_answers(tts_server, artifacts, "failing", ["--fail-after", "45"],
+                                                 ["Explain streaming.", "And then?"])
+    assert first[-1]["type"] == "error" and first[-1]["code"] == "model_failed", first[-1]
+    assert "modelStreamErrorException" in first[-1]["message"] or "stream" in first[-1]["message"].lower()
+    spoken = [e["text"] for e in first if e["type"] == "sentence"
+              if any(a["type"] == "audio" and a["index"] == e["index"] for a in first)]
+    assert spoken, "sentences were spoken before the stream broke"
+    requests = [line for line in log.splitlines() if "ConverseStream model=" in line]
+    assert "messages=3 " in requests[1], "the second turn carries the question and what was spoken of the answer"
+    said = json.loads(requests[1].split(" said=", 1)[1])
+    assert said == " ".join(spoken)
+    assert second[-1]["type"] == "error" and second[0]["turn"] == 2

@@ -27,7 +27,8 @@ def _bedrock_local(args: argparse.Namespace) -> int:
     from voice_agent.dev.bedrock_local import serve
 
     print(f"Bedrock stand-in: set BEDROCK_ENDPOINT_URL=http://{args.host}:{args.port}", flush=True)
-    serve(load_recording(args.replay), args.host, args.port, args.replay_speed)
+    serve(load_recording(args.replay), args.host, args.port, args.replay_speed, throttle_first=args.throttle_first,
+          fail_after=args.fail_after)
     return 0
 
 
@@ -50,4 +51,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                          help=f"the recording to stream: {', '.join(packaged_recordings())}, or a path (default: long)")
     bedrock.add_argument("--replay-speed", type=float, default=1.0, help="stream this many times faster than "
                                                                          "recorded (default: 1)")
+    bedrock.add_argument("--throttle-first", type=int, default=0,
+                         help="answer the first N requests with HTTP 429 ThrottlingException (default: 0)")
+    bedrock.add_argument("--fail-after", type=int, help="end each stream after N events with a "
+                                                        "modelStreamErrorException (default: never)")
     bedrock.set_defaults(handler=_bedrock_local)

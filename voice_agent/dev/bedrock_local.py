@@ -7,6 +7,10 @@ It answers ``POST /model/{modelId}/converse-stream`` the way the service does: H
 recording at its recorded pace. Each request's ``inferenceConfig`` and message count are logged,
 so tests can see which settings reached the wire. Signatures are not checked (there is no secret
 to check them with); an unknown route gets the service's JSON error with ``x-amzn-errortype``.
+
+Faults, as the service shows them: ``throttle_first`` answers the first requests with HTTP 429
+``ThrottlingException`` before any stream; ``fail_after`` ends each stream after that many events
+with a ``modelStreamErrorException`` exception message (an error in the middle of an answer).
 """
 
 from __future__ import annotations
@@ -37,8 +41,19 @@ def encode_event(event: dict[str, Any]) -> bytes:
                         payload=json.dumps(body).encode()).encode()
 
 
-def create_app(recording: Recording, speed: float = 1.0) -> web.Application:
+def encode_exception(exception_type: str, message: str) -> bytes:
+    """A stream's exception message (``:message-type`` ``exception``), as the service ends a broken stream."""
+    return EventMessage(headers={":message-type": "exception", ":exception-type": exception_type,
+                                 ":content-type": "application/json"},
+                        payload=json.dumps({"message": message}).encode()).encode()
+
+
+def create_app(recording: Recording, speed: float = 1.0, *, throttle_first: int = 0,
+               fail_after: int | None = None) -> web.Application:
+    requests = 0
+
     async def converse_stream(request: web.Request) -> web.StreamResponse:
+        nonlocal requests
         match = ROUTE.match(request.path)
         if request.method != "POST" or match is None:
             return web.json_response({"message": f"no route for {request.method} {request.path}"}, status=404,
@@ -48,15 +63,25 @@ def create_app(recording: Recording, speed: float = 1.0) -> web.Application:
         except ValueError:
             return web.json_response({"message": "the body is not JSON"}, status=400,
                                      headers={"x-amzn-errortype": "ValidationException"})
-        log.info("ConverseStream model=%s messages=%d inferenceConfig=%s", match["model"],
-                 len(body.get("messages", [])), json.dumps(body.get("inferenceConfig", {}), sort_keys=True))
+        requests += 1
+        messages = body.get("messages", [])
+        if requests <= throttle_first:
+            log.info("ConverseStream request %d throttled", requests)
+            return web.json_response({"message": "Too many requests, please wait before trying again."},
+                                     status=429, headers={"x-amzn-errortype": "ThrottlingException"})
+        log.info("ConverseStream model=%s messages=%d inferenceConfig=%s said=%s", match["model"], len(messages),
+                 json.dumps(body.get("inferenceConfig", {}), sort_keys=True), json.dumps(_last_answer(messages)))
         response = web.StreamResponse(headers={"Content-Type": "application/vnd.amazon.eventstream"})
         await response.prepare(request)
         started = time.perf_counter()
-        for at, event in recording.events:
+        for index, (at, event) in enumerate(recording.events):
             delay = at / speed - (time.perf_counter() - started)
             if delay > 0:
                 await asyncio.sleep(delay)
+            if index == fail_after:
+                log.info("ConverseStream ended with an exception after %d events", index)
+                await response.write(encode_exception("modelStreamErrorException", "The model stream failed."))
+                break
             await response.write(encode_event(event))
         await response.write_eof()
         return response
@@ -66,5 +91,15 @@ def create_app(recording: Recording, speed: float = 1.0) -> web.Application:
     return app
 
 
-def serve(recording: Recording, host: str, port: int, speed: float = 1.0) -> None:
-    web.run_app(create_app(recording, speed), host=host, port=port, print=None, access_log=None)
+def _last_answer(messages: list[dict[str, Any]]) -> str:
+    """The text of the conversation's latest assistant message (what the agent kept of its answer)."""
+    for message in reversed(messages):
+        if message.get("role") == "assistant":
+            return "".join(block.get("text", "") for block in message.get("content", []))
+    return ""
+
+
+def serve(recording: Recording, host: str, port: int, speed: float = 1.0, *, throttle_first: int = 0,
+          fail_after: int | None = None) -> None:
+    web.run_app(create_app(recording, speed, throttle_first=throttle_first, fail_after=fail_after), host=host,
+                port=port, print=None, access_log=None)

@@ -176,10 +176,12 @@ def start_sagemaker_local(container_url: str, tls_dir: str, port: int | None = N
 
 
 def start_bedrock_local(replay: str, port: int | None = None, *, replay_speed: float = 1.0,
-                        timeout: float = DEFAULT_AGENT_START_TIMEOUT, log_path: str | None = None) -> Server:
-    """The local Bedrock ConverseStream stand-in, streaming the recording ``replay``."""
-    return _start("Bedrock stand-in", ["bedrock-local", "--replay", replay, "--replay-speed", str(replay_speed)],
-                  port or free_port(), timeout, log_path, None, accepts_connections)
+                        timeout: float = DEFAULT_AGENT_START_TIMEOUT, log_path: str | None = None,
+                        faults: Sequence[str] = ()) -> Server:
+    """The local Bedrock ConverseStream stand-in, streaming the recording ``replay``; ``faults`` are
+    its fault options (``--throttle-first N``, ``--fail-after N``)."""
+    return _start("Bedrock stand-in", ["bedrock-local", "--replay", replay, "--replay-speed", str(replay_speed),
+                                       *faults], port or free_port(), timeout, log_path, None, accepts_connections)
 
 
 def stop(server: Server, timeout: float = 10.0) -> None:
