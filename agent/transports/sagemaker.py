@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,9 +81,13 @@ def _crt_transport(ca_file: Path | None) -> AWSCRTHTTPClient:
 
 
 class SageMakerTransport:
-    def __init__(self, stream: Any, receiver: Any) -> None:
+    """One bidirectional stream. ``on_broken`` is called when the stream fails with an I/O error (its
+    HTTP/2 connection may be gone), so the next stream is opened on a new connection."""
+
+    def __init__(self, stream: Any, receiver: Any, on_broken: Callable[[], None] = lambda: None) -> None:
         self._stream = stream
         self._receiver = receiver
+        self._on_broken = on_broken
         self._input_ended = False
         self._closed = False
 
@@ -99,6 +104,8 @@ class SageMakerTransport:
         try:
             event = await self._receiver.receive()
         except Exception as exc:  # modeled stream errors (ModelStreamError, InternalStreamFailure) and I/O errors
+            if not isinstance(exc, CallError):
+                self._on_broken()
             raise TransportClosed(f"{type(exc).__name__}: {exc}") from exc
         if event is None:
             raise TransportClosed(None)
@@ -128,7 +135,10 @@ class SageMakerTransport:
 
 @dataclass
 class SageMakerConnector:
-    """Opens TTS session transports to one SageMaker endpoint; one HTTP/2 client is shared."""
+    """Opens TTS session transports to one SageMaker endpoint; one HTTP/2 client is shared until a
+    stream or an open fails below the API (a refused or dropped connection): then the next open
+    starts a new client. (The CRT client, once its connection has been refused or dropped, was seen
+    to leave every later open unanswered even after the endpoint was back.)"""
 
     endpoint_name: str
     region: str
@@ -156,6 +166,11 @@ class SageMakerConnector:
                 self._client = AsyncSageMakerRuntimeHTTP2Client(config=config)
             return self._client
 
+    def _discard_client(self) -> None:
+        if self._client is not None:
+            log.info("discarding the SageMaker HTTP/2 client after a connection failure; the next stream opens anew")
+            self._client = None
+
     async def __call__(self) -> SageMakerTransport:
         client = await self._get_client()
         request = InvokeEndpointWithBidirectionalStreamInput(endpoint_name=self.endpoint_name)
@@ -163,19 +178,22 @@ class SageMakerConnector:
         for attempt in range(1, self.open_attempts + 1):
             if attempt > 1:
                 await asyncio.sleep(self.open_backoff * 2 ** (attempt - 2))
+                client = await self._get_client()
             try:
                 stream = await asyncio.wait_for(client.invoke_endpoint_with_bidirectional_stream(request),
                                                 self.open_timeout)
                 _, receiver = await asyncio.wait_for(stream.await_output(), self.open_timeout)
-                return SageMakerTransport(stream, receiver)
+                return SageMakerTransport(stream, receiver, self._discard_client)
             except TimeoutError:
                 last_error = f"no answer within {self.open_timeout} s"
-            except CallError as exc:
+                self._discard_client()
+            except CallError as exc:  # the service answered: the connection works
                 last_error = f"{type(exc).__name__}: {exc}"
                 if not _retryable(exc):
                     break
             except Exception as exc:  # CRT connection errors (refused, TLS) have their own types
                 last_error = f"{type(exc).__name__}: {exc}"
+                self._discard_client()
             log.warning("opening a SageMaker stream to %s failed (attempt %d of %d): %s", self.endpoint_name,
                         attempt, self.open_attempts, last_error)
         raise TTSConnectionError(f"cannot open a bidirectional stream to SageMaker endpoint {self.endpoint_name!r}: "

@@ -13,12 +13,13 @@ from voice_agent.commands.options import add_server_options
 def _sagemaker_local(args: argparse.Namespace) -> int:
     from tts_server.model_files import cache_dir
     from voice_agent.dev.local_tls import create_local_tls
-    from voice_agent.dev.sagemaker_local import serve_stand_in
+    from voice_agent.dev.sagemaker_local import Faults, serve_stand_in
 
     tls = create_local_tls(Path(args.tls_dir) if args.tls_dir else cache_dir() / "sagemaker-local-tls")
     print(f"SageMaker stand-in: set SAGEMAKER_ENDPOINT_URL=https://127.0.0.1:{args.port} "
           f"SAGEMAKER_CA_BUNDLE={tls.ca_cert}", flush=True)
-    asyncio.run(serve_stand_in(args.container_url, args.host, args.port, tls))
+    faults = Faults(args.throttle_first, args.reset_after_parts, args.exit_after_parts)
+    asyncio.run(serve_stand_in(args.container_url, args.host, args.port, tls, faults))
     return 0
 
 
@@ -42,6 +43,12 @@ def register(commands: argparse._SubParsersAction) -> None:
                          help=f"the container's WebSocket, e.g. ws://127.0.0.1:8081{BIDI_PATH}")
     standin.add_argument("--tls-dir", help="where to write the test CA and server certificate "
                                            "(default: the cache directory)")
+    standin.add_argument("--throttle-first", type=int, default=0,
+                         help="answer the first N stream opens with HTTP 429 ThrottlingException (default: 0)")
+    standin.add_argument("--reset-after-parts", type=int, help="reset the first stream (RST_STREAM) after N "
+                                                               "response parts (default: never)")
+    standin.add_argument("--exit-after-parts", type=int, help="exit, closing every connection, after N response "
+                                                              "parts of the first stream (default: never)")
     standin.set_defaults(handler=_sagemaker_local)
 
     bedrock = commands.add_parser("bedrock-local", help="a local stand-in for Bedrock's ConverseStream that "

@@ -11,6 +11,10 @@ the container's WebSocket as a **binary** frame, and each container frame back a
 What it does not do: check SigV4 signatures (it has no secret to check them with), route to
 variants, or meter. A container error before the stream starts is answered like the service:
 an HTTP error with ``x-amzn-errortype``; after it started, as a ``ModelStreamError`` exception event.
+
+Faults (:class:`Faults`), for tests of the client's recovery: the first stream opens answered with
+HTTP 429 ``ThrottlingException``; the first stream reset (HTTP/2 ``RST_STREAM``) after some of its
+response parts; or the whole stand-in gone (its connections closed by the server) after some.
 """
 
 from __future__ import annotations
@@ -20,10 +24,12 @@ import contextlib
 import io
 import json
 import logging
+import os
 import re
 import ssl
 import struct
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from hypercorn.asyncio import serve
@@ -89,11 +95,27 @@ def exception_event(exception_type: str, message: str) -> bytes:
                         payload=json.dumps({"Message": message}).encode()).encode()
 
 
+@dataclass(frozen=True)
+class Faults:
+    throttle_first: int = 0
+    """Stream opens answered HTTP 429 ``ThrottlingException``, before any stream starts."""
+    reset_after_parts: int | None = None
+    """The first stream is reset (``RST_STREAM``) once this many response parts have gone out."""
+    exit_after_parts: int | None = None
+    """The stand-in exits (the server closes its connections) once the first stream has sent this many."""
+
+
+class _ResetStream(Exception):
+    """Raised out of the app mid-response: the HTTP/2 server resets the stream."""
+
+
 class SageMakerStandIn:
     """The ASGI app. ``container_url`` is the container's bidirectional-stream WebSocket."""
 
-    def __init__(self, container_url: str) -> None:
+    def __init__(self, container_url: str, faults: Faults = Faults()) -> None:
         self.container_url = container_url
+        self.faults = faults
+        self.opens = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -112,6 +134,11 @@ class SageMakerStandIn:
         if not content_type.startswith(EVENT_STREAM):
             await _http_error(send, 400, "ValidationError", "content-type must be application/vnd.amazon.eventstream")
             return
+        self.opens += 1
+        if self.opens <= self.faults.throttle_first:
+            log.info("stream open %d throttled", self.opens)
+            await _http_error(send, 429, "ThrottlingException", "Rate exceeded")
+            return
         try:
             container = await connect(self.container_url, open_timeout=CONTAINER_OPEN_TIMEOUT, max_size=None)
         except (OSError, TimeoutError, WebSocketException) as exc:
@@ -123,14 +150,23 @@ class SageMakerStandIn:
                     "headers": [(b"content-type", EVENT_STREAM),
                                 (b"x-amzn-invoked-production-variant", b"AllTraffic")]})
         async with container:
-            await self._relay(receive, send, container)
+            await self._relay(receive, send, container, first=self.opens == self.faults.throttle_first + 1)
 
-    async def _relay(self, receive: Receive, send: Send, container: ClientConnection) -> None:
+    async def _relay(self, receive: Receive, send: Send, container: ClientConnection, *, first: bool) -> None:
         send_lock = asyncio.Lock()
+        parts = 0
 
         async def send_body(data: bytes, more: bool = True) -> None:
+            nonlocal parts
             async with send_lock:
                 await send({"type": "http.response.body", "body": data, "more_body": more})
+                parts += 1
+                if first and parts == self.faults.exit_after_parts:
+                    log.info("exiting after %d response parts of the first stream", parts)
+                    os._exit(3)  # every connection is closed by the server, mid-answer
+                if first and parts == self.faults.reset_after_parts:
+                    log.info("resetting the first stream after %d response parts", parts)
+                    raise _ResetStream
 
         async def upstream() -> bool:
             """Forward the client's payload parts; True when its input ended, False on disconnect."""
@@ -159,6 +195,8 @@ class SageMakerStandIn:
         down = asyncio.create_task(downstream())
         try:
             await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
+            if down.done() and isinstance(down.exception(), _ResetStream):
+                raise _ResetStream  # out of the app without ending the body
             if up.done() and up.exception() is None and up.result():
                 await asyncio.wait({down})  # the client finished sending; the container may still answer
             if up.done() and isinstance(up.exception(), EventStreamError):
@@ -173,10 +211,11 @@ class SageMakerStandIn:
         finally:
             for task in (up, down):
                 task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, ConnectionClosed, EventStreamError):
+                with contextlib.suppress(asyncio.CancelledError, ConnectionClosed, EventStreamError, _ResetStream):
                     await task
-            with contextlib.suppress(Exception):
-                await send_body(b"", more=False)
+            if not (down.done() and not down.cancelled() and isinstance(down.exception(), _ResetStream)):
+                with contextlib.suppress(Exception):
+                    await send_body(b"", more=False)
 
 
 async def _http_error(send: Send, status: int, error_type: str, message: str) -> None:
@@ -195,11 +234,11 @@ def hypercorn_config(host: str, port: int, tls: LocalTLS) -> Config:
     return config
 
 
-async def serve_stand_in(container_url: str, host: str, port: int, tls: LocalTLS) -> None:
+async def serve_stand_in(container_url: str, host: str, port: int, tls: LocalTLS, faults: Faults = Faults()) -> None:
     """Serve until cancelled (or SIGTERM/SIGINT when run as the main program)."""
     log.info("SageMaker stand-in on https://%s:%d -> %s (trust %s)", host, port, container_url, tls.ca_cert)
     asyncio.get_running_loop().set_exception_handler(_quiet_tls_shutdown)
-    await serve(SageMakerStandIn(container_url), hypercorn_config(host, port, tls))
+    await serve(SageMakerStandIn(container_url, faults), hypercorn_config(host, port, tls))
 
 
 def _quiet_tls_shutdown(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

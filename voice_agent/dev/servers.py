@@ -169,10 +169,12 @@ def start_agent_server(tts_url: str, port: int | None = None, *, replay: str | N
 
 
 def start_sagemaker_local(container_url: str, tls_dir: str, port: int | None = None, *,
-                          timeout: float = DEFAULT_AGENT_START_TIMEOUT, log_path: str | None = None) -> Server:
-    """The local SageMaker stand-in in front of ``container_url``; it trusts ``tls_dir/ca.pem``."""
-    return _start("SageMaker stand-in", ["sagemaker-local", "--container-url", container_url, "--tls-dir", tls_dir],
-                  port or free_port(), timeout, log_path, None, accepts_connections)
+                          timeout: float = DEFAULT_AGENT_START_TIMEOUT, log_path: str | None = None,
+                          faults: Sequence[str] = ()) -> Server:
+    """The local SageMaker stand-in in front of ``container_url``; it trusts ``tls_dir/ca.pem``.
+    ``faults`` are its fault options (``--throttle-first N``, ``--reset-after-parts N``, ...)."""
+    return _start("SageMaker stand-in", ["sagemaker-local", "--container-url", container_url, "--tls-dir", tls_dir,
+                                         *faults], port or free_port(), timeout, log_path, None, accepts_connections)
 
 
 def start_bedrock_local(replay: str, port: int | None = None, *, replay_speed: float = 1.0,
