@@ -200,7 +200,8 @@ async def soak(agent: servers.Server, tts: servers.Server, answers: int, sample_
     return {"answers": answers, "kinds": kinds, "seconds": last["seconds"], "samples": samples,
             "rss_growth_mb": round(last["agent_process"]["rss_mb"] - first["agent_process"]["rss_mb"], 1),
             "tts_rss_growth_mb": round(last["tts_process"]["rss_mb"] - first["tts_process"]["rss_mb"], 1),
-            "fd_growth": last["agent_process"]["open_fds"] - first["agent_process"]["open_fds"],
+            # The agent's own count: /proc read from here may still see the diagnostics request's socket.
+            "fd_growth": last["agent"]["open_fds"] - first["agent"]["open_fds"],
             "tts_fd_growth": last["tts_process"]["open_fds"] - first["tts_process"]["open_fds"],
             "task_growth": last["agent"]["tasks"] - first["agent"]["tasks"],
             "answers_left_running": last["agent"]["answers"]}

@@ -157,7 +157,7 @@ def reliability(results: dict[str, Any], path: Path) -> Path:
     right = left.twinx()
     right.plot(answers, [sample["agent"]["tasks"] for sample in samples], "--", color="#d62728",
                label="agent asyncio tasks")
-    right.plot(answers, [sample["agent_process"]["open_fds"] for sample in samples], ":", color="#9467bd",
+    right.plot(answers, [sample["agent"]["open_fds"] for sample in samples], ":", color="#9467bd",
                label="agent open descriptors")
     right.set_ylabel("count")
     right.set_ylim(0, None)

@@ -25,7 +25,7 @@ import websockets
 
 import tts_protocol as protocol
 from tts_protocol.client import Failed
-from voice_agent.bench import fuzzing, leaving, plots, write_results
+from voice_agent.bench import faults, fuzzing, leaving, plots, write_results
 from voice_agent.dev import servers
 from voice_agent.dev.raw_tts import read_answers
 
@@ -108,19 +108,19 @@ def markdown(results: dict[str, Any]) -> str:
         f"Peak resident memory of the TTS server: {results['peak_rss_mb']} MB.", "",
         f"A 2 MiB frame closed its connection with {frame['close_code']}; the next connection worked: "
         f"{frame['next_connection_works']}.", "",
-        *fuzz_markdown(results["fuzz"]), "",
+        *fuzz_markdown(results["fuzz"]), "", *faults.markdown(results["faults"]), "",
         *leaving.markdown(results["leaving"], results["soak"])])
 
 
 QUICK_LEVELS, QUICK_MAX_SESSIONS, QUICK_FUZZ = (1, 2, 4), 2, 1_000
 """With ``quick``: the load levels, against a server that takes this many sessions (so the last
 level still sees refusals), and the fuzz inputs per leg."""
-LEAVING, SOAK = 100, 1000
-QUICK_LEAVING, QUICK_SOAK = 4, 6
+LEAVING, SOAK, FAULT_ANSWERS = 100, 1000, 100
+QUICK_LEAVING, QUICK_SOAK, QUICK_FAULT_ANSWERS = 4, 6, 5
 
 
 async def measure(tts: servers.Server, agent: servers.Server, fuzz_count: int, *, levels: tuple[int, ...],
-                  max_sessions: int, leavers: int, soak_answers: int) -> dict[str, Any]:
+                  max_sessions: int, leavers: int, soak_answers: int, fault_answers: int) -> dict[str, Any]:
     load = [await load_level(tts.ws_url, level) for level in levels]
     await fuzzing.until_accepted(tts.ws_url)
     results = {"max_sessions": max_sessions, "load": load, "peak_rss_mb": memory_mb(tts.process.pid),
@@ -134,6 +134,7 @@ async def measure(tts: servers.Server, agent: servers.Server, fuzz_count: int, *
                        "crashes": sum(leg["crashes"] for leg in legs.values()),
                        "hangs": sum(leg["hangs"] for leg in legs.values()),
                        "wrong_answers": sum(len(leg["wrong"]) for leg in legs.values()), "legs": legs}
+    results["faults"] = await faults.campaign(fault_answers, progress=print)
     results["leaving"] = await leaving.leaving(agent, leavers)
     results["soak"] = await leaving.soak(agent, tts, soak_answers, sample_every=max(1, soak_answers // 100),
                                          progress=print)
@@ -173,6 +174,7 @@ def main(out_dir: Path, trials: int = 1, fuzz_count: int = FUZZ_FRAMES, quick: b
         with servers.running(agent):
             results = asyncio.run(measure(
                 tts, agent, QUICK_FUZZ if quick else fuzz_count * trials, levels=levels, max_sessions=max_sessions,
-                leavers=QUICK_LEAVING if quick else LEAVING, soak_answers=QUICK_SOAK if quick else SOAK))
+                leavers=QUICK_LEAVING if quick else LEAVING, soak_answers=QUICK_SOAK if quick else SOAK,
+                fault_answers=QUICK_FAULT_ANSWERS if quick else FAULT_ANSWERS))
     write_results(out_dir, "reliability", results, markdown(results), plots.reliability)
     return results
