@@ -147,6 +147,8 @@ class FaultProxy:
         with contextlib.suppress(OSError, ConnectionError):
             while data := await reader.read(65536):
                 await self._released.wait()
+                if link.client.transport.is_closing():
+                    break  # the agent's side was cut (a reset): nothing more reaches it
                 if not link.handshake_done:  # the HTTP upgrade response, up to its blank line
                     end = data.find(b"\r\n\r\n")
                     if end < 0:

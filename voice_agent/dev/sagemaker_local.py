@@ -152,6 +152,15 @@ class SageMakerStandIn:
         async with container:
             await self._relay(receive, send, container, first=self.opens == self.faults.throttle_first + 1)
 
+    def _fault_after(self, parts: int) -> None:
+        """The first stream's fault, once ``parts`` response parts have gone out."""
+        if parts == self.faults.exit_after_parts:
+            log.info("exiting after %d response parts of the first stream", parts)
+            os._exit(3)  # every connection is closed by the server, mid-answer
+        if parts == self.faults.reset_after_parts:
+            log.info("resetting the first stream after %d response parts", parts)
+            raise _ResetStream
+
     async def _relay(self, receive: Receive, send: Send, container: ClientConnection, *, first: bool) -> None:
         send_lock = asyncio.Lock()
         parts = 0
@@ -161,12 +170,8 @@ class SageMakerStandIn:
             async with send_lock:
                 await send({"type": "http.response.body", "body": data, "more_body": more})
                 parts += 1
-                if first and parts == self.faults.exit_after_parts:
-                    log.info("exiting after %d response parts of the first stream", parts)
-                    os._exit(3)  # every connection is closed by the server, mid-answer
-                if first and parts == self.faults.reset_after_parts:
-                    log.info("resetting the first stream after %d response parts", parts)
-                    raise _ResetStream
+                if first:
+                    self._fault_after(parts)
 
         async def upstream() -> bool:
             """Forward the client's payload parts; True when its input ended, False on disconnect."""
