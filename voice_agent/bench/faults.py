@@ -130,9 +130,11 @@ async def _run(agent: servers.Server, proxy: FaultProxy, tts: dict[str, servers.
                restart: Callable[[], servers.Server], reference: Answered, reference_seconds: float, answers: int,
                seed: int, progress: Callable[[str], None] | None) -> dict[str, Any]:
     rng = random.Random(seed)
-    results, recovery_ms = [], []
+    results: list[dict[str, Any]] = []
+    recovery_ms: list[tuple[str, float]] = []
     for index in range(answers):
         kind = KINDS[index % len(KINDS)]
+        proxy.disarm()  # a fault of an earlier answer that never landed must not land in this one
         injected_before = len(proxy.injected)
         asking = asyncio.create_task(_ask(agent.http_url))
         await asyncio.sleep(rng.uniform(0.1, 0.8 * reference_seconds))
@@ -140,22 +142,31 @@ async def _run(agent: servers.Server, proxy: FaultProxy, tts: dict[str, servers.
         if not asking.done():
             await _inject(kind, proxy, tts, restart)
         answered = await asking
-        injected = len(proxy.injected) > injected_before
+        injected = kind in proxy.injected[injected_before:]
         verdict = {"fault": kind, "injected": injected, **judge(answered, reference)}
         results.append(verdict)
         after = [at for at in answered.arrivals if at > fault_at]
         if injected and verdict["outcome"] == "recovered" and after:
-            recovery_ms.append((after[0] - fault_at) * 1000)
+            recovery_ms.append((kind, (after[0] - fault_at) * 1000))
         if progress and (index + 1) % 10 == 0:
             progress(f"faults: {index + 1} of {answers} answers")
     return summarise(results, recovery_ms, reference)
 
 
-def summarise(results: list[dict[str, Any]], recovery_ms: list[float], reference: Answered) -> dict[str, Any]:
+def _distribution(values: list[float]) -> dict[str, float | None]:
+    ordered = sorted(values)
+    if not ordered:
+        return {"p50": None, "p95": None, "max": None}
+    return {"p50": round(statistics.median(ordered), 1),
+            "p95": round(ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))], 1),
+            "max": round(ordered[-1], 1)}
+
+
+def summarise(results: list[dict[str, Any]], recovery_ms: list[tuple[str, float]],
+              reference: Answered) -> dict[str, Any]:
     injected = [result for result in results if result["injected"]]
     by_kind = {kind: dict(Counter(result["outcome"] for result in injected if result["fault"] == kind))
                for kind in KINDS}
-    ordered = sorted(recovery_ms)
     return {
         "answers": len(results), "injected": len(injected),
         "recovered": sum(result["outcome"] == "recovered" for result in injected),
@@ -168,9 +179,9 @@ def summarise(results: list[dict[str, Any]], recovery_ms: list[float], reference
         "outcomes_by_fault": by_kind,
         "recoverable_failed": sum(result["outcome"] != "recovered" for result in injected
                                   if result["fault"] in RECOVERABLE),
-        "recovery_ms": {"p50": round(statistics.median(ordered), 1) if ordered else None,
-                        "p95": round(ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))], 1)
-                        if ordered else None, "max": round(ordered[-1], 1) if ordered else None},
+        "recovery_ms": _distribution([ms for _, ms in recovery_ms]),
+        "recovery_ms_by_fault": {kind: _distribution([ms for fault, ms in recovery_ms if fault == kind])
+                                 for kind in RECOVERABLE},
         "reference_sentences": len(reference.sentences),
         "errors": sorted({result["error"][:160] for result in results if result["error"]}),
     }

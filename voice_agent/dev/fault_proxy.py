@@ -100,6 +100,10 @@ class FaultProxy:
         for link in list(self.links):
             link.abort()
 
+    def disarm(self) -> None:
+        """Forget a fault still waiting for its protocol point (its answer ended first)."""
+        self._armed = None
+
     def inject(self, fault: str) -> None:
         """Inject ``fault`` now (``reset``, ``stall``) or at the protocol point it waits for."""
         if fault not in FAULTS:
