@@ -3,7 +3,8 @@
 
 Every input must get exactly one answer, and the one the leg's own protocol module says it should:
 the TTS server's error code is the one ``tts_protocol.parse_client_message`` raises (or, for a
-message it accepts, a synthesis or ``unknown_voice``); the agent refuses what
+message it accepts, a synthesis, ``unknown_voice`` or ``empty_text``: the server knows its voices
+and what of a text can be spoken); the agent refuses what
 ``VoiceRequest.from_payload`` / ``parse_ws_message`` refuse, and answers what they accept. A reply
 that does not come within ``REPLY_TIMEOUT`` is a hang (the connection is then replaced); a server
 process that ends is a crash. Afterwards a valid request must still work.
@@ -59,8 +60,10 @@ class Tally:
 
     frames: int = 0
     answers: Counter[str] = field(default_factory=Counter)
-    wrong: list[str] = field(default_factory=list)
-    """Inputs whose answer was not the one the protocol specifies (the first 20)."""
+    wrong: int = 0
+    """Inputs whose answer was not the one the protocol specifies."""
+    wrong_examples: list[str] = field(default_factory=list)
+    """The first 20 of them."""
     hangs: int = 0
     crashes: int = 0
     valid_after: bool = False
@@ -70,11 +73,14 @@ class Tally:
 
     def expect(self, sent: str | bytes, expected: set[str], got: str) -> None:
         self.answers[got] += 1
-        if got not in expected and len(self.wrong) < 20:
-            self.wrong.append(f"{_shown(sent)} -> {got}, expected {sorted(expected)}")
+        if got not in expected:
+            self.wrong += 1
+            if len(self.wrong_examples) < 20:
+                self.wrong_examples.append(f"{_shown(sent)} -> {got}, expected {sorted(expected)}")
 
     def report(self) -> dict[str, Any]:
         return {"frames": self.frames, "answers": dict(sorted(self.answers.items())), "wrong": self.wrong,
+                "wrong_examples": self.wrong_examples,
                 "hangs": self.hangs, "crashes": self.crashes, "valid_request_after": self.valid_after,
                 "rss_mb_before": self.rss_mb_before, "rss_mb_after": self.rss_mb_after,
                 "frames_per_second": round(self.frames / self.seconds, 1) if self.seconds else 0.0}
@@ -137,7 +143,9 @@ def tts_inputs(count: int, seed: int = 7) -> Iterator[tuple[str | bytes, set[str
             return {error.code}
         if not isinstance(message, protocol.Synthesize) or len(message.text) > SHORT_TEXT:
             return None  # cancel answers nothing; close ends the session under test; long texts are slow
-        return {SYNTHESIZED, protocol.UNKNOWN_VOICE}
+        # Which voices exist, and whether anything of the text can be spoken (not only punctuation,
+        # emoji or control characters), are the server's to say.
+        return {SYNTHESIZED, protocol.UNKNOWN_VOICE, protocol.EMPTY_TEXT}
 
     return _inputs(count, seed, Mutator(seeds, rng, 2 * protocol.MAX_MESSAGE_BYTES), handmade, classify,
                    {SYNTHESIZED})

@@ -7,6 +7,8 @@
   the server's peak resident memory is read from ``/proc``.
 - **fuzz** (``fuzzing``): 100,000 inputs on each of the TTS WebSocket, the agent's ``/invocations``
   and its ``/ws``, each answered as its protocol module specifies; hangs, crashes, memory.
+- **faults** (``faults``): 100 answers through the real agent and TTS server, one fault each at a
+  random moment, each judged against an undisturbed reference answer.
 - **leaving** and **soak** (``leaving``): callers that leave mid-answer, and 1,000 answers in a row.
 
 The reliability tests (``tests/reliability/``) run the same functions and assert on them.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import platform
 import time
 from pathlib import Path
@@ -120,7 +123,15 @@ QUICK_LEAVING, QUICK_SOAK, QUICK_FAULT_ANSWERS = 4, 6, 5
 
 
 async def measure(tts: servers.Server, agent: servers.Server, fuzz_count: int, *, levels: tuple[int, ...],
-                  max_sessions: int, leavers: int, soak_answers: int, fault_answers: int) -> dict[str, Any]:
+                  max_sessions: int, leavers: int, soak_answers: int, fault_answers: int,
+                  checkpoint: Path | None = None) -> dict[str, Any]:
+    """Each part's results are written to ``checkpoint`` (when given) as soon as it ends: a run of
+    over an hour that stops in its soak keeps what it measured before."""
+
+    def done(results: dict[str, Any]) -> None:
+        if checkpoint is not None:
+            checkpoint.write_text(json.dumps(results, indent=2) + "\n")
+
     load = [await load_level(tts.ws_url, level) for level in levels]
     await fuzzing.until_accepted(tts.ws_url)
     results = {"max_sessions": max_sessions, "load": load, "peak_rss_mb": memory_mb(tts.process.pid),
@@ -133,9 +144,12 @@ async def measure(tts: servers.Server, agent: servers.Server, fuzz_count: int, *
     results["fuzz"] = {"frames": sum(leg["frames"] for leg in legs.values()),
                        "crashes": sum(leg["crashes"] for leg in legs.values()),
                        "hangs": sum(leg["hangs"] for leg in legs.values()),
-                       "wrong_answers": sum(len(leg["wrong"]) for leg in legs.values()), "legs": legs}
+                       "wrong_answers": sum(leg["wrong"] for leg in legs.values()), "legs": legs}
+    done(results)
     results["faults"] = await faults.campaign(fault_answers, progress=print)
+    done(results)
     results["leaving"] = await leaving.leaving(agent, leavers)
+    done(results)
     results["soak"] = await leaving.soak(agent, tts, soak_answers, sample_every=max(1, soak_answers // 100),
                                          progress=print)
     return results
@@ -150,7 +164,7 @@ def fuzz_markdown(fuzz: dict[str, Any]) -> list[str]:
             "resident MB before -> after | frames/s |", "|---|---|---|---|---|---|---|---|---|"]
     for name, leg in fuzz["legs"].items():
         kinds = ", ".join(f"{kind} {count:,}" for kind, count in leg["answers"].items())
-        rows.append(f"| {name} | {leg['frames']:,} | {kinds} | {len(leg['wrong'])} | {leg['hangs']} | {leg['crashes']} "
+        rows.append(f"| {name} | {leg['frames']:,} | {kinds} | {leg['wrong']} | {leg['hangs']} | {leg['crashes']} "
                     f"| {leg['valid_request_after']} | {leg['rss_mb_before']} -> {leg['rss_mb_after']} | "
                     f"{leg['frames_per_second']} |")
     curves = "; ".join(f"{name} {leg['parser_lines_reached']}" for name, leg in fuzz["legs"].items())
@@ -175,6 +189,8 @@ def main(out_dir: Path, trials: int = 1, fuzz_count: int = FUZZ_FRAMES, quick: b
             results = asyncio.run(measure(
                 tts, agent, QUICK_FUZZ if quick else fuzz_count * trials, levels=levels, max_sessions=max_sessions,
                 leavers=QUICK_LEAVING if quick else LEAVING, soak_answers=QUICK_SOAK if quick else SOAK,
-                fault_answers=QUICK_FAULT_ANSWERS if quick else FAULT_ANSWERS))
+                fault_answers=QUICK_FAULT_ANSWERS if quick else FAULT_ANSWERS,
+                checkpoint=out_dir / "reliability.partial.json"))
+    (out_dir / "reliability.partial.json").unlink(missing_ok=True)
     write_results(out_dir, "reliability", results, markdown(results), plots.reliability)
     return results
