@@ -3,6 +3,8 @@ judge that compares an answer with the undisturbed reference."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from voice_agent.bench.faults import Answered, judge
@@ -49,3 +51,62 @@ def test_an_error_after_whole_and_cut_sentences_failed_cleanly_but_not_after_wro
     assert judge(clean, REFERENCE)["outcome"] == "failed_cleanly"
     assert judge(wrong, REFERENCE)["outcome"] == "damaged"
     assert judge(answered("broken", [], {}), REFERENCE)["outcome"] == "damaged"
+
+
+
+class _Held(asyncio.Event):
+    """A stall the test releases, which tells when the proxy holds the server's frames."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holding = asyncio.Event()
+
+    async def wait(self) -> None:
+        self.holding.set()
+        await super().wait()
+
+
+async def test_no_fault_lands_on_a_connection_the_agent_has_left():
+    """Frames held by a stall are not forwarded once the agent has left the connection, and an
+    armed error reply does not land there (it waits for a live connection)."""
+    from voice_agent.dev.fault_proxy import FaultProxy
+
+    async def server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 101 Switching Protocols\r\n\r\n")
+        await writer.drain()
+        await reader.read(1)  # the proxy's upgrade is through: the answer's next piece
+        writer.write(text_frame('{"type": "words", "request_id": "r-1", "words": []}'))
+        await writer.drain()
+        await reader.read()
+
+    upstream = await asyncio.start_server(server, "127.0.0.1", 0)
+    proxy = FaultProxy(upstream.sockets[0].getsockname()[1])
+    await proxy.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(b"GET / HTTP/1.1\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n")
+        assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)).startswith(b"HTTP/1.1 101")
+        proxy.inject("error_reply")
+        proxy._released = held = _Held()
+        writer.write(b"x")
+        await asyncio.wait_for(held.holding.wait(), 5)  # the words frame is in the proxy's hands
+        writer.write_eof()  # the agent leaves
+        (link,) = proxy.links
+        await asyncio.wait_for(_until(lambda: link.server.transport.is_closing()), 5)
+        held.set()
+        await asyncio.wait_for(_until(lambda: not proxy.links), 5)
+        try:
+            received = await asyncio.wait_for(reader.read(), 5)
+        except ConnectionResetError:
+            received = b""
+        assert received == b"" and proxy.injected == []
+        writer.close()
+    finally:
+        await proxy.close()
+        upstream.close()
+
+
+async def _until(condition, interval: float = 0.01) -> None:
+    while not condition():
+        await asyncio.sleep(interval)

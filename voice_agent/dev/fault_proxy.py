@@ -128,15 +128,18 @@ class FaultProxy:
         link = _Link(client_writer, server_writer)
         self.links.add(link)
         try:
-            await asyncio.gather(self._upstream(client_reader, server_writer), self._downstream(server_reader, link))
+            await asyncio.gather(self._upstream(client_reader, link), self._downstream(server_reader, link))
         finally:
             self.links.discard(link)
             link.abort()
 
     @staticmethod
-    async def _upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _upstream(reader: asyncio.StreamReader, link: _Link) -> None:
         """The agent's bytes to the server; its upgrade request without ``Sec-WebSocket-Extensions``,
-        so no compression is agreed and the server's frames stay readable here."""
+        so no compression is agreed and the server's frames stay readable here. Once the agent's side
+        ends, the whole link is cut: nothing the server still sends (frames held by a stall, say) is
+        forwarded to a connection the agent has left, and no fault lands there."""
+        writer = link.server
         with contextlib.suppress(OSError, ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             request = await reader.readuntil(b"\r\n\r\n")
             lines = [line for line in request.split(b"\r\n")
@@ -145,7 +148,7 @@ class FaultProxy:
             while data := await reader.read(65536):
                 writer.write(data)
                 await writer.drain()
-        writer.transport.abort()
+        link.abort()
 
     async def _downstream(self, reader: asyncio.StreamReader, link: _Link) -> None:
         with contextlib.suppress(OSError, ConnectionError):
