@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from caller_protocol import DEFAULT_FORMAT, DEFAULT_MODE, FORMATS, MAX_SPEED, MIN_SPEED, MODES
 
@@ -14,6 +16,42 @@ DESCRIPTION = ("Ask the agent one question. The answer's text is printed as it s
                "first audio arrived; then the timings. Local agents are asked over HTTP (SSE, Base64 audio) or, "
                "with --ws, over the binary WebSocket leg; a deployed agent through AgentCore's InvokeAgentRuntime "
                "with --runtime-arn.")
+
+
+T = TypeVar("T")
+
+
+def run_interruptibly(coroutine: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run``, where Ctrl-C always ends in :class:`KeyboardInterrupt`. ``asyncio.run`` turns
+    the first SIGINT into a cancellation of the main task and raises only if that task ends
+    cancelled; a Ctrl-C that lands while a library finishes its own clean-up (a WebSocket closing)
+    was lost there, and the answer played on to its end. Here the interruption is remembered."""
+    interrupted = False
+
+    async def main() -> T:
+        task, loop = asyncio.current_task(), asyncio.get_running_loop()
+        assert task is not None
+
+        def on_interrupt() -> None:
+            nonlocal interrupted
+            interrupted = True
+            task.cancel()
+
+        loop.add_signal_handler(signal.SIGINT, on_interrupt)
+        try:
+            return await coroutine
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+
+    try:
+        result = asyncio.run(main())
+    except asyncio.CancelledError:
+        if interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    if interrupted:
+        raise KeyboardInterrupt
+    return result
 
 
 class _Listener:
@@ -80,7 +118,7 @@ def _ask(args: argparse.Namespace) -> int:
                       speed=args.speed, format=args.format, session_id=session_id, timeout=args.timeout)
     played = listener.clock.stop if player is not None else None  # asked once, when the listener interrupts
     try:
-        answer = asyncio.run(ask(args.question, options, on_event=listener.show, played=played))
+        answer = run_interruptibly(ask(args.question, options, on_event=listener.show, played=played))
         listener.finish(interrupted=False)
     except KeyboardInterrupt:
         listener.clock.stop()
