@@ -122,7 +122,7 @@ def test_the_reliability_benchmark_runs_once_and_writes_results(tmp_path):
     assert soaked["task_growth"] <= 0 and soaked["fd_growth"] <= 0, "an answer left a task or a socket behind"
     assert soaked["kinds"]["hung"] == 0 and soaked["answers_left_running"] == 0
     campaign = results["faults"]
-    assert campaign["answers"] == reliability.QUICK_FAULT_ANSWERS
+    assert campaign["injected"] == reliability.QUICK_FAULT_ANSWERS <= campaign["answers"]
     assert (campaign["damaged"], campaign["sentences_lost"], campaign["sentences_duplicated"],
             campaign["corrupted"], campaign["recoverable_failed"]) == (0, 0, 0, 0, 0), campaign
     assert campaign["recovered"] + campaign["failed_cleanly"] == campaign["injected"]
