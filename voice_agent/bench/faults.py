@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import random
-import statistics
 import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from voice_agent.bench.tts import summarize
 from voice_agent.caller import CallerError, Options, StreamBroken, ask
 from voice_agent.dev import servers
 from voice_agent.dev.fault_proxy import FaultProxy
@@ -165,12 +165,8 @@ async def _run(agent: servers.Server, proxy: FaultProxy, tts: dict[str, servers.
 
 
 def _distribution(values: list[float]) -> dict[str, float | None]:
-    ordered = sorted(values)
-    if not ordered:
-        return {"p50": None, "p95": None, "max": None}
-    return {"p50": round(statistics.median(ordered), 1),
-            "p95": round(ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))], 1),
-            "max": round(ordered[-1], 1)}
+    summary = summarize(values) if values else {}
+    return {key: summary.get(key) for key in ("p50", "p95", "max")}
 
 
 def summarise(results: list[dict[str, Any]], recovery_ms: list[tuple[str, float]],
