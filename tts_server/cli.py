@@ -11,12 +11,12 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from settings_table import configure_logging, described
+from settings_table import configure_logging, described, flag
 from tts_server.settings import ServerSettings
 
 SERVER_OPTIONS = {"voices_path": ("--voices", Path), "default_voice": ("--default-voice", str),
                   "threads": ("--threads", int), "max_sessions": ("--max-sessions", int),
-                  "idle_timeout": ("--idle-timeout", float)}
+                  "idle_timeout": ("--idle-timeout", float), "windows": ("--windows", flag)}
 PORT = 8080
 """The port SageMaker sends the container's traffic to."""
 
@@ -50,10 +50,20 @@ def add_serve_command(commands: argparse._SubParsersAction, name: str, help_text
 
 
 def _prepare_model(args: argparse.Namespace) -> int:
-    from tts_server.model_files import ModelFileError, NoDurations, ensure_model, fetch_verified, with_durations
+    from tts_server.model_files import (
+        ModelFileError,
+        NoDurations,
+        ensure_model,
+        fetch_verified,
+        split_at_decoder,
+        with_durations,
+    )
 
     try:
-        print(f"model ready: {with_durations(ensure_model(progress=print), progress=print)}")
+        timed = with_durations(ensure_model(progress=print), progress=print)
+        print(f"model ready: {timed}")
+        parts = ", ".join(path.name for path in split_at_decoder(timed))
+        print(f"split at its decoder (to render in windows): {parts}")
         for kind in ("model", "voices"):
             url, digest = getattr(args, f"{kind}_url"), getattr(args, f"{kind}_sha256")
             if url:
@@ -63,7 +73,7 @@ def _prepare_model(args: argparse.Namespace) -> int:
                 print(f"{kind} ready: {fetched}")
                 if kind == "model":
                     try:
-                        with_durations(fetched, progress=print)
+                        split_at_decoder(with_durations(fetched, progress=print))
                     except NoDurations as exc:
                         print(f"prepare-model: {exc}")
     except (ModelFileError, OSError) as exc:

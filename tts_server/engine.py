@@ -23,7 +23,8 @@ import onnxruntime as ort
 
 from tts_protocol import SAMPLE_RATE, Word
 from tts_server.g2p import EnglishG2P, readable_text
-from tts_server.model_files import DURATIONS_OUTPUT, SAMPLES_PER_FRAME, model_path
+from tts_server.model_files import DURATIONS_OUTPUT, SAMPLES_PER_FRAME, ModelFileError, model_path, split_at_decoder
+from tts_server.rendering import Renderer
 from tts_server.settings import DEFAULT_VOICE
 from tts_server.word_timing import Piece, spans, word_owners, word_times
 
@@ -118,9 +119,23 @@ class KokoroEngine:
     def __init__(self, model_path: Path, voices: dict[str, np.ndarray], *, threads: int | None = None,
                  default_voice: str = DEFAULT_VOICE, options: ort.SessionOptions | None = None) -> None:
         options = options or session_options(threads)
-        self._session = ort.InferenceSession(str(model_path), sess_options=options, providers=_providers())
-        self.provider = self._session.get_providers()[0]
-        self.timed = DURATIONS_OUTPUT in {output.name for output in self._session.get_outputs()}
+        providers = _providers()
+        self._session: ort.InferenceSession | None = None
+        self.renderer: Renderer | None = None
+        """The model split at its decoder, which can render an utterance in windows; None for a
+        model that cannot be split (another export), served whole."""
+        try:
+            self.renderer = Renderer(*(ort.InferenceSession(str(path), sess_options=options, providers=providers)
+                                       for path in split_at_decoder(model_path)))
+        except (ModelFileError, ValueError) as exc:  # onnx's extractor raises ValueError for a missing tensor
+            log.warning("engine: %s cannot be split at its decoder (%s); serving it whole, without windows",
+                        model_path.name, exc)
+            self._session = ort.InferenceSession(str(model_path), sess_options=options, providers=providers)
+        first = self._session or self.renderer._decoder  # type: ignore[union-attr]
+        self.provider = first.get_providers()[0]
+        self._options = first.get_session_options()
+        self.timed = self.renderer is not None or DURATIONS_OUTPUT in {
+            output.name for output in self._session.get_outputs()}  # type: ignore[union-attr]
         """The model reports its durations: each synthesis says when each word is spoken."""
         vocab = json.loads((_PACKAGED_DATA / "vocab.json").read_text(encoding="utf-8"))["vocab"]
         self._vocab: dict[str, int] = vocab
@@ -129,9 +144,10 @@ class KokoroEngine:
         if default_voice not in voices:
             raise UnknownVoiceError(f"default voice {default_voice!r} is not in the voices file")
         self.default_voice = default_voice
-        log.info("engine: %s on %s (available: %s), %d threads, %d voices (default %s), word timings %s",
+        log.info("engine: %s on %s (available: %s), %d threads, %d voices (default %s), word timings %s, %s",
                  model_path.name, self.provider, ", ".join(ort.get_available_providers()),
-                 options.intra_op_num_threads, len(voices), default_voice, "on" if self.timed else "off")
+                 options.intra_op_num_threads, len(voices), default_voice, "on" if self.timed else "off",
+                 "rendered in windows when a listener waits" if self.renderer else "rendered whole")
 
     @classmethod
     def load(cls, voices_path: str | Path | None = None, *, threads: int | None = None,
@@ -142,7 +158,7 @@ class KokoroEngine:
     @property
     def options(self) -> ort.SessionOptions:
         """The session options the model runs with."""
-        return self._session.get_session_options()
+        return self._options
 
     def resolve_voice(self, voice: str | None) -> str:
         name = voice or self.default_voice
@@ -181,18 +197,37 @@ class KokoroEngine:
     def infer(self, phonemes: str, voice: str, speed: float = 1.0) -> tuple[bytes, list[float] | None]:
         """Synthesize one phoneme piece: PCM16 little-endian mono at 24 kHz, and the frames each
         token lasts (``len(phonemes) + 2`` of them, padding included; None without durations)."""
+        parts = list(self.render(phonemes, voice, speed))
+        return b"".join(pcm for pcm, _ in parts), parts[0][1] if parts else None
+
+    def render(self, phonemes: str, voice: str, speed: float = 1.0, *,
+               windowed: bool = False) -> Iterator[tuple[bytes, list[float] | None]]:
+        """Synthesize one phoneme piece in parts, each as soon as it is rendered: PCM16 and, with the
+        first part, the frames each token lasts (later parts: None). Whole in one part, or
+        (``windowed``, where the model can be split) window by window (``tts_server.rendering``):
+        the first audio sooner, at the cost of more decoder time in all."""
         feeds = self.feeds(phonemes, voice, speed)
         if feeds is None:
-            return b"", None
-        outputs = self._session.run(None, feeds)
-        durations = np.asarray(outputs[1]).ravel().tolist() if self.timed else None
-        return float_to_pcm16(np.asarray(outputs[0], dtype=np.float32).ravel()), durations
+            return
+        if self.renderer is None:
+            outputs = self._session.run(None, feeds)  # type: ignore[union-attr]
+            durations = np.asarray(outputs[1]).ravel().tolist() if self.timed else None
+            yield float_to_pcm16(np.asarray(outputs[0], dtype=np.float32).ravel()), durations
+            return
+        prediction = self.renderer.predict(feeds)
+        durations: list[float] | None = prediction.durations
+        for audio in self.renderer.render(prediction, windowed=windowed):
+            yield float_to_pcm16(audio), durations
+            durations = None
 
-    def synthesize(self, text: str, voice: str | None = None, speed: float = 1.0) -> Iterator[bytes]:
-        """Synthesize text piece by piece, yielding each piece's PCM16 as soon as it is ready."""
+    def synthesize(self, text: str, voice: str | None = None, speed: float = 1.0, *,
+                   windowed: bool = False) -> Iterator[bytes]:
+        """Synthesize text piece by piece, yielding each part's PCM16 as soon as it is ready
+        (``windowed``: the first piece in windows, as the server renders a request a listener waits for)."""
         name = self.resolve_voice(voice)
-        for piece in self.phonemize(text):
-            yield self.infer(piece.phonemes, name, speed)[0]
+        for index, piece in enumerate(self.phonemize(text)):
+            for pcm, _ in self.render(piece.phonemes, name, speed, windowed=windowed and index == 0):
+                yield pcm
 
     def synthesize_timed(self, text: str, voice: str | None = None,
                          speed: float = 1.0) -> tuple[bytes, list[Word]]:

@@ -161,15 +161,25 @@ PREDICTION_OUTPUTS = ("/encoder/MatMul_1_output_0", "/encoder/Reshape_output_0",
 """Where the graph's prediction ends and its decoder begins: the text features aligned to the
 predicted durations (1 x 512 x frames), and the predicted pitch and energy curves (1 x 2*frames).
 With the ``style`` input they are all the decoder reads."""
-SPLIT_SUFFIXES = (".prediction.onnx", ".decoder.onnx")
+PHASE_TENSOR = "/decoder/decoder/generator/m_source/l_sin_gen/CumSum_output_0"
+"""The harmonic source's phase in cycles (1 x 2*frames x 9 harmonics): the running sum of the pitch
+from the utterance's start, the decoder's one dependence on everything before a frame that is not
+a normalisation."""
+PHASE_OFFSET_INPUT = "phase_offset"
+"""The prepared decoder's extra input (float32 1 x 1 x harmonics, cycles) added to
+:data:`PHASE_TENSOR`: zeros render the utterance from its start; a window that starts later gets the
+phase the whole utterance has reached there, so its harmonics continue those before it."""
+SPLIT_SUFFIXES = (".prediction.onnx", ".decoder.onnx", ".phase.onnx")
 
 
-def split_at_decoder(model: Path, directory: Path | None = None) -> tuple[Path, Path]:
-    """``model`` (the timed model) as two graphs, prediction (tokens, style, speed -> the
-    :data:`PREDICTION_OUTPUTS` and the durations) and decoder (those and the style -> audio), written
-    once beside each other with their digests recorded (``<name>.prediction.onnx``,
-    ``<name>.decoder.onnx``). Run one after the other they give the model's audio bit for bit. For
-    measuring where the time goes (``bench engine``); the server runs the model whole."""
+def split_at_decoder(model: Path, directory: Path | None = None) -> tuple[Path, Path, Path]:
+    """``model`` (the timed model) as three graphs, written once beside each other with their
+    digests recorded (``<name>.prediction.onnx``, ``<name>.decoder.onnx``, ``<name>.phase.onnx``):
+    prediction (tokens, style, speed -> the :data:`PREDICTION_OUTPUTS` and the durations); the
+    decoder (those, the style and :data:`PHASE_OFFSET_INPUT` -> audio); and the decoder's phase alone
+    (pitch -> :data:`PHASE_TENSOR`, a few milliseconds). Prediction then the decoder with a zero
+    offset give the model's audio bit for bit; the windowed renderer (``tts_server.rendering``)
+    runs the decoder on windows of the frames."""
     stem = (directory or cache_dir()) / model.name.removesuffix(TIMED_SUFFIX).removesuffix(".onnx")
     targets = tuple(Path(f"{stem}{suffix}") for suffix in SPLIT_SUFFIXES)
     if all(target.is_file() and _digest_file(target).is_file() and target.stat().st_mtime >= model.stat().st_mtime
@@ -179,13 +189,34 @@ def split_at_decoder(model: Path, directory: Path | None = None) -> tuple[Path, 
     from onnx.utils import Extractor
 
     extractor = Extractor(onnx.load(str(model)))
+    decoder = extractor.extract_model([*PREDICTION_OUTPUTS, "style"], ["audio"])
     parts = (extractor.extract_model(["tokens", "style", "speed"], [*PREDICTION_OUTPUTS, DURATIONS_OUTPUT]),
-             extractor.extract_model([*PREDICTION_OUTPUTS, "style"], ["audio"]))
+             _with_phase_offset(decoder),
+             extractor.extract_model([PREDICTION_OUTPUTS[1]], [PHASE_TENSOR]))
     for target, part in zip(targets, parts, strict=True):
         data = part.SerializeToString()
         _write_verified(target, [data], hashlib.sha256(data).hexdigest(), lambda found, size, name=target.name: (
             f"{name}: {size} bytes written with sha256 {found}, not the graph serialised"))
     return targets  # type: ignore[return-value]
+
+
+def _with_phase_offset(decoder):  # noqa: ANN001, ANN202 - onnx.ModelProto, imported lazily
+    """The decoder with :data:`PHASE_OFFSET_INPUT` added to its phase, where every reader of the
+    phase reads the sum instead."""
+    import onnx
+
+    shifted = PHASE_TENSOR + "_offset"
+    readers = [node for node in decoder.graph.node if PHASE_TENSOR in node.input]
+    if not readers:
+        raise ModelFileError(f"the decoder has no {PHASE_TENSOR} tensor: it cannot render in windows")
+    for node in readers:
+        node.input[:] = [shifted if name == PHASE_TENSOR else name for name in node.input]
+    producer = next(index for index, node in enumerate(decoder.graph.node) if PHASE_TENSOR in node.output)
+    decoder.graph.node.insert(producer + 1, onnx.helper.make_node("Add", [PHASE_TENSOR, PHASE_OFFSET_INPUT], [shifted],
+                                                                  name="/phase_offset/Add"))  # in graph order
+    decoder.graph.input.append(onnx.helper.make_tensor_value_info(
+        PHASE_OFFSET_INPUT, onnx.TensorProto.FLOAT, [1, 1, "harmonics"]))
+    return decoder
 
 
 def file_digest(path: Path) -> str:

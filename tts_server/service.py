@@ -3,7 +3,7 @@ one synthesis path both routes use.
 
 Inference is serialised on a single worker thread: each call gets every core, which on a small CPU
 instance gives a lower time to first audio than running calls side by side. The engine is
-injectable (anything with ``resolve_voice``, ``phonemize``, ``infer``, ``warm_up`` and
+injectable (anything with ``resolve_voice``, ``phonemize``, ``render``, ``warm_up`` and
 ``provider``), so the app can be tested through its real routes without loading Kokoro.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -35,7 +35,8 @@ class Engine(Protocol):
 
     def phonemize(self, text: str) -> list[Piece]: ...
 
-    def infer(self, phonemes: str, voice: str, speed: float = 1.0) -> tuple[bytes, list[float] | None]: ...
+    def render(self, phonemes: str, voice: str, speed: float = 1.0, *,
+               windowed: bool = False) -> Iterator[tuple[bytes, list[float] | None]]: ...
 
     def warm_up(self) -> float: ...
 
@@ -60,6 +61,9 @@ class Synthesis:
     words: int = 0
     first_audio_ms: float | None = None
     inference_ms: list[float] = field(default_factory=list)
+    """Inference time of each part rendered (a piece is one part, or one per window)."""
+    windows: int = 0
+    """Windows the first piece was rendered in (1: whole)."""
 
     def stats(self) -> dict[str, Any]:
         return {"audio_bytes": self.audio_bytes,
@@ -67,6 +71,7 @@ class Synthesis:
                 "pieces": self.pieces, "phonemes": self.phonemes, "words": self.words,
                 "first_audio_ms": round(self.first_audio_ms or 0.0, 1),
                 "first_inference_ms": round(self.inference_ms[0] if self.inference_ms else 0.0, 1),
+                "windows": self.windows,
                 "inference_ms": round(sum(self.inference_ms), 1),
                 "synthesis_ms": round((time.perf_counter() - self.received) * 1000, 1)}
 
@@ -103,13 +108,14 @@ class TTSService:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     async def synthesize(self, request: protocol.Synthesize, synthesis: Synthesis, *, frame_bytes: int,
-                         stopped: Callable[[], bool] = lambda: False
+                         stopped: Callable[[], bool] = lambda: False, windowed: bool = False
                          ) -> AsyncIterator[bytes | tuple[protocol.Word, ...]]:
-        """The request's PCM16 audio in frames of ``frame_bytes``, piece after piece as each is
+        """The request's PCM16 audio in frames of ``frame_bytes``, part after part as each is
         inferred, each piece's audio preceded by when its words are spoken (a tuple of words, in
         milliseconds of the request's audio; none when the model does not report durations); stops
-        between pieces once ``stopped()``. Raises :class:`SynthesisRefused` before any audio when
-        the voice is unknown or the text has nothing to speak."""
+        between parts once ``stopped()``. ``windowed``: the first piece is rendered in windows (a
+        listener is waiting for it). Raises :class:`SynthesisRefused` before any audio when the
+        voice is unknown or the text has nothing to speak."""
         engine = self.engine
         assert engine is not None, "requests are accepted only once the engine is ready"
         try:
@@ -120,22 +126,28 @@ class TTSService:
         if not pieces:
             raise SynthesisRefused(protocol.EMPTY_TEXT, "the text has nothing to speak")
         synthesis.pieces, synthesis.phonemes = len(pieces), sum(len(piece.phonemes) for piece in pieces)
-        for piece in pieces:
-            if stopped():
-                return
-            (pcm, durations), took_ms = await self.run(_timed, engine.infer, piece.phonemes, voice, request.speed)
-            synthesis.inference_ms.append(took_ms)
-            if synthesis.first_audio_ms is None:
-                synthesis.first_audio_ms = (time.perf_counter() - synthesis.received) * 1000
-            if durations is not None and piece.words:
-                words = word_times(piece, durations, offset_samples=synthesis.audio_bytes // protocol.SAMPLE_WIDTH,
-                                   samples_per_frame=SAMPLES_PER_FRAME, sample_rate=protocol.SAMPLE_RATE)
-                synthesis.words += len(words)
-                yield tuple(words)
-            for offset in range(0, len(pcm), frame_bytes):
-                frame = pcm[offset:offset + frame_bytes]
-                synthesis.audio_bytes += len(frame)
-                yield frame
+        for index, piece in enumerate(pieces):
+            parts = engine.render(piece.phonemes, voice, request.speed, windowed=windowed and index == 0)
+            piece_offset = synthesis.audio_bytes // protocol.SAMPLE_WIDTH
+            while True:
+                if stopped():
+                    return
+                (pcm, durations), took_ms = await self.run(_timed, next, parts, (None, None))
+                if pcm is None:
+                    break
+                synthesis.inference_ms.append(took_ms)
+                synthesis.windows += index == 0
+                if synthesis.first_audio_ms is None:
+                    synthesis.first_audio_ms = (time.perf_counter() - synthesis.received) * 1000
+                if durations is not None and piece.words:
+                    words = word_times(piece, durations, offset_samples=piece_offset,
+                                       samples_per_frame=SAMPLES_PER_FRAME, sample_rate=protocol.SAMPLE_RATE)
+                    synthesis.words += len(words)
+                    yield tuple(words)
+                for offset in range(0, len(pcm), frame_bytes):
+                    frame = pcm[offset:offset + frame_bytes]
+                    synthesis.audio_bytes += len(frame)
+                    yield frame
 
 
 def _timed(function: Callable[..., T], *args: Any) -> tuple[T, float]:

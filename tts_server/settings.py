@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from settings_table import above, at_least, from_env, setting
+from settings_table import above, at_least, flag, from_env, setting
 
 DEFAULT_VOICE = "jf_gongitsune"
 """The offline default voice: of the packaged voices, the one an offline recogniser hears most clearly
@@ -35,6 +35,11 @@ class ServerSettings:
         "VOICE_AGENT_IDLE_TIMEOUT", 300.0,
         "seconds a session may go without a client message while nothing is pending; then it is closed (code "
         "1000, reason \"idle timeout\") so abandoned sessions do not hold resources", above(0))
+    windows: bool = setting(
+        "VOICE_AGENT_WINDOWS", True,
+        "`1`/`0`: render a request in windows when its session has nothing else to say (the listener is waiting): "
+        "first audio after about a third of the whole render's time, for about 25% more decoder time on that "
+        "request; `0` renders every request whole", flag)
     max_queued_requests: int = 64
     """Synthesize requests one session may have waiting. A sentence-chunked answer rarely has more
     than a few dozen; beyond this the request gets a ``queue_full`` error instead of growing memory."""

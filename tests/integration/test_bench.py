@@ -9,7 +9,6 @@ import pytest
 from tests.support.cli import run_cli
 from voice_agent.bench import agent as bench_agent
 from voice_agent.bench import capacity, encoding, engine, overhead, reliability, timings, voices
-from voice_agent.bench import rendering as bench_rendering
 from voice_agent.bench.chunker import QUICK_CASES
 
 
@@ -168,8 +167,11 @@ def test_the_engine_benchmark_runs_each_candidate_in_its_own_process(tmp_path):
         for length in figures["lengths"].values():
             assert 0 < length["first_audio_ms"]["p50"] <= length["total_ms"]["p50"] and length["rtf"] > 0
     applied = [figures["applied"] for figures in results["candidates"].values()]
-    assert applied == [{"threads": 2, "graph": "ORT_ENABLE_ALL", "spinning": "1"},
-                       {"threads": 1, "graph": "ORT_ENABLE_ALL", "spinning": "1"}], "each ran with its own options"
+    assert applied == [{"threads": 2, "graph": "ORT_ENABLE_ALL", "spinning": "1"}] * 2, "each ran with its options"
+    windowed, whole = ({count: length["parts"] for count, length in figures["lengths"].items()}
+                       for figures in results["candidates"].values())
+    assert windowed["8"] > 1 and windowed["3"] == 1, "a 3-word chunk is too short for windows, 8 words are not"
+    assert set(whole.values()) == {1}
     shorter = results["shorter_first_chunk"]
     assert 0 < shorter["sentences_cut"] <= engine.QUICK_PHRASING_SENTENCES
     assert shorter["first_audio_ms"]["first_part"]["trials"] == shorter["sentences_cut"]
@@ -178,7 +180,10 @@ def test_the_engine_benchmark_runs_each_candidate_in_its_own_process(tmp_path):
     rendering = results["rendering"]
     assert set(rendering["split"]) == {str(count) for count in engine.QUICK_WORD_COUNTS}
     assert all(0 < f["decoder_share"] < 1 for f in rendering["split"].values())
-    assert set(rendering["windows"]["by_context"]) == {str(context) for context in bench_rendering.CONTEXTS}
+    seams = rendering["seams"]
+    assert seams["sentences"] == engine.QUICK_PHRASING_SENTENCES and seams["windows"]["p50"] > 1
+    assert seams["joins"] == seams["flux_excess_db"]["trials"] == seams["step_over_typical"]["trials"] > 0
+    assert seams["reference_words"] > 0 and all(0 <= wer for wer in seams["wer"].values())
     assert all(len(digest) == 64 for digest in rendering["digests"].values())
     report = (tmp_path / "engine.md").read_text()
     assert "| candidate |" in report and "pause at the cut" in report and "decoder's share" in report

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -170,6 +171,11 @@ class StubEngine:
         """:func:`fake_pcm`, and durations that say what :func:`fake_words` says."""
         frames = SAMPLES_PER_CHARACTER / SAMPLES_PER_FRAME
         return fake_pcm(phonemes), [0.0, *[frames] * len(phonemes), 0.0]
+
+    def render(self, phonemes: str, voice: str, speed: float = 1.0, *,
+               windowed: bool = False) -> Iterator[tuple[bytes, list[float]]]:
+        """:meth:`infer`'s audio in one part (a fake has no windows)."""
+        yield self.infer(phonemes, voice, speed)
 
     def warm_up(self) -> float:
         return 1.0

@@ -1,16 +1,15 @@
 """The engine alone, today's against each candidate, side by side in one run: for first chunks of 3
 to 16 words, the time from the text to the first audio byte (G2P, then the model), the total
 inference time and the real-time factor; per candidate, its start-up time (model load and warm-up)
-and peak memory. Then where today's engine spends the time, prediction or decoder, and whether the
-decoder could render in windows (``rendering``), and the shorter-first-chunk lever and its cost
-(``phrasing``).
+and peak memory. Then where the engine spends the time, prediction or decoder, and what rendering in
+windows costs (``rendering``), and the shorter-first-chunk lever and its cost (``phrasing``).
 
 Each candidate runs in its own process, one after another, so its start-up and peak resident memory
 are its own and no two compete for the cores; a full run makes two rounds, the candidates forward
 then backward, so none always runs first (on a machine whose speed drifts, order alone ranked
-them). The candidates are ONNX Runtime session options: threads, whether worker threads spin
-between operators, and the graph optimisation level. The text is the Harvard sentences' opening
-words (``harvard.SENTENCES``), cut to each length.
+them). The candidates: rendering the chunk in windows or whole, and ONNX Runtime session options
+(threads, whether worker threads spin between operators, the graph optimisation level). The text
+is the Harvard sentences' opening words (``harvard.SENTENCES``), cut to each length.
 """
 
 from __future__ import annotations
@@ -31,13 +30,16 @@ from voice_agent.bench.tts import summarize
 WORD_COUNTS = (3, 4, 6, 8, 12, 16)
 QUICK_WORD_COUNTS = (3, 8)
 CANDIDATES: dict[str, dict[str, Any]] = {
-    "today (2 threads, spinning, all graph optimisations)": {"threads": 2, "spinning": True, "graph": "all"},
-    "1 thread": {"threads": 1, "spinning": True, "graph": "all"},
-    "no spinning": {"threads": 2, "spinning": False, "graph": "all"},
-    "extended graph optimisations": {"threads": 2, "spinning": True, "graph": "extended"},
-    "basic graph optimisations": {"threads": 2, "spinning": True, "graph": "basic"},
+    "in windows (2 threads, spinning, all graph optimisations)": {"threads": 2, "spinning": True, "graph": "all",
+                                                                   "windowed": True},
+    "whole (the same options)": {"threads": 2, "spinning": True, "graph": "all", "windowed": False},
+    "whole, 1 thread": {"threads": 1, "spinning": True, "graph": "all", "windowed": False},
+    "whole, no spinning": {"threads": 2, "spinning": False, "graph": "all", "windowed": False},
+    "whole, extended graph optimisations": {"threads": 2, "spinning": True, "graph": "extended", "windowed": False},
+    "whole, basic graph optimisations": {"threads": 2, "spinning": True, "graph": "basic", "windowed": False},
 }
-"""The first is what the server runs today; each other changes one option."""
+"""The first is what the server does with a request its listener waits for; the second renders it
+whole, as every request was before; each other changes one session option from the second."""
 QUICK_CANDIDATES = 2
 ROUNDS = 2
 """Passes over the candidates (alternating their order) in a full run."""
@@ -63,15 +65,16 @@ def run_candidate(options: dict[str, Any], word_counts: tuple[int, ...], trials:
     lengths = {}
     for count in word_counts:
         text = first_words(count)
-        first, total, audio = [], [], b""
+        first, total, audio, parts = [], [], b"", 0
         for _ in range(trials):
-            begun, audio = time.perf_counter(), b""
-            for pcm in engine.synthesize(text):
+            begun, audio, parts = time.perf_counter(), b"", 0
+            for pcm in engine.synthesize(text, windowed=options["windowed"]):
                 if not audio:
                     first.append((time.perf_counter() - begun) * 1000)
-                audio += pcm
+                audio, parts = audio + pcm, parts + 1
             total.append((time.perf_counter() - begun) * 1000)
-        lengths[str(count)] = {"text": text, "first": first, "total": total, "audio_s": pcm16_seconds(len(audio))}
+        lengths[str(count)] = {"text": text, "first": first, "total": total, "audio_s": pcm16_seconds(len(audio)),
+                               "parts": parts}
     applied = engine.options
     return {"options": options, "applied": {
         "threads": applied.intra_op_num_threads, "graph": applied.graph_optimization_level.name,
@@ -99,6 +102,7 @@ def _combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
     for count, length in runs[0]["lengths"].items():
         total = summarize([ms for run in runs for ms in run["lengths"][count]["total"]])
         lengths[count] = {"text": length["text"], "audio_s": round(length["audio_s"], 3), "total_ms": total,
+                          "parts": max(run["lengths"][count]["parts"] for run in runs),
                           "first_audio_ms": summarize([ms for run in runs for ms in run["lengths"][count]["first"]]),
                           "rtf": round(total["p50"] / 1000 / length["audio_s"], 3)}
     return {"options": runs[0]["options"], "applied": runs[0]["applied"], "rounds": len(runs),
@@ -146,10 +150,11 @@ def main(out_dir: Path, trials: int = 3, quick: bool = False) -> dict[str, Any]:
                       1 if quick else ROUNDS)
     today = KokoroEngine.load(threads=2)
     counts = QUICK_WORD_COUNTS if quick else WORD_COUNTS
-    results["rendering"] = rendering.measure(today, {str(count): first_words(count) for count in counts},
-                                             1 if quick else trials)
     sentences = harvard.SENTENCES[:QUICK_PHRASING_SENTENCES] if quick else harvard.SENTENCES
-    results["shorter_first_chunk"] = phrasing.measure(today, recogniser(), sentences)
+    model = recogniser()
+    results["rendering"] = rendering.measure(today, model, {str(count): first_words(count) for count in counts},
+                                             sentences, 1 if quick else trials)
+    results["shorter_first_chunk"] = phrasing.measure(today, model, sentences)
     reports = [markdown(results), rendering.markdown(results["rendering"]),
                phrasing.markdown(results["shorter_first_chunk"])]
     write_results(out_dir, "engine", results, "\n\n".join(reports))

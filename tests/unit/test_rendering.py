@@ -1,0 +1,143 @@
+"""The windowed renderer's arithmetic, with a fake decoder at its boundary (the ONNX sessions): where
+each window is cut and joined, what phase it starts at, and how it keeps ahead of a listener on a
+clock the fake decoder advances. The real decoder's windows are measured by
+``tests/integration/test_rendering.py`` and ``bench engine``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tts_server.model_files import PHASE_OFFSET_INPUT, SAMPLES_PER_FRAME
+from tts_server.rendering import (
+    CONTEXT_FRAMES,
+    CROSSFADE_SAMPLES,
+    ENERGY,
+    FEATURES,
+    FIRST_WINDOW_FRAMES,
+    MIN_WINDOW_FRAMES,
+    PITCH,
+    Prediction,
+    Renderer,
+    next_window,
+    shortest_window,
+)
+
+HARMONICS = 9
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class FrameIndexDecoder:
+    """Audio whose every sample is the utterance frame it belongs to (so a window shifted by one
+    sample shows), taking ``ms_per_frame`` on the fake clock per frame decoded."""
+
+    def __init__(self, clock: Clock, ms_per_frame: float) -> None:
+        self.clock, self.ms_per_frame = clock, ms_per_frame
+        self.windows: list[tuple[int, int, np.ndarray]] = []
+
+    def run(self, names, feeds):
+        frames = feeds[FEATURES].shape[2]
+        start = int(feeds[FEATURES][0, 0, 0])  # the fake features carry their frame index
+        self.windows.append((start, start + frames, feeds[PHASE_OFFSET_INPUT]))
+        self.clock.now += frames * self.ms_per_frame / 1000
+        return [np.repeat(np.arange(start, start + frames, dtype=np.float32), SAMPLES_PER_FRAME)[None, :]]
+
+
+class RunningPhase:
+    def run(self, names, feeds):
+        steps = feeds[PITCH].shape[1]
+        return [np.cumsum(np.full((1, steps, HARMONICS), 0.37, dtype=np.float32), axis=1)]
+
+
+def prediction(frames: int, quiet: tuple[int, ...] = ()) -> Prediction:
+    features = np.broadcast_to(np.arange(frames, dtype=np.float32), (1, 512, frames)).copy()
+    energy = np.ones((1, 2 * frames), dtype=np.float32)
+    for frame in quiet:
+        energy[0, 2 * frame:2 * frame + 2] = 0.0
+    return Prediction({FEATURES: features, PITCH: np.ones((1, 2 * frames), dtype=np.float32), ENERGY: energy,
+                       "style": np.zeros((1, 256), dtype=np.float32)}, [1.0] * 5)
+
+
+def renderer(ms_per_frame: float = 6.0) -> tuple[Renderer, FrameIndexDecoder, Clock]:
+    clock = Clock()
+    decoder = FrameIndexDecoder(clock, ms_per_frame)
+    return Renderer(object(), decoder, RunningPhase(), clock=clock), decoder, clock
+
+
+@pytest.mark.parametrize("frames", [60, 140, 400, 1000])
+def test_windows_join_into_the_whole_utterance_sample_for_sample(frames):
+    render, decoder, _ = renderer()
+    parts = list(render.render(prediction(frames), windowed=True))
+    whole = np.repeat(np.arange(frames, dtype=np.float32), SAMPLES_PER_FRAME)
+    assert len(parts) > 1 and len(decoder.windows) == len(parts)
+    np.testing.assert_allclose(np.concatenate(parts), whole, rtol=0, atol=1e-4)  # crossfades of equal samples
+    first_start, first_end, _ = decoder.windows[0]
+    assert first_start == 0 and first_end == min(frames, FIRST_WINDOW_FRAMES + CONTEXT_FRAMES)
+    assert decoder.windows[-1][1] == frames, "the last window ends with the utterance, without right context"
+
+
+def test_each_window_starts_its_harmonics_at_the_phase_the_utterance_has_reached():
+    render, decoder, _ = renderer()
+    list(render.render(prediction(300), windowed=True))
+    running = np.cumsum(np.full(600, 0.37, dtype=np.float32))
+    for start, _, offset in decoder.windows:
+        expected = 0.0 if start == 0 else np.mod(running[2 * start - 1], 1.0)
+        assert offset.shape == (1, 1, HARMONICS)
+        np.testing.assert_allclose(offset, expected, atol=1e-5)
+
+
+def test_a_cut_moves_to_the_quietest_frame_before_where_it_is_due():
+    render, decoder, _ = renderer()
+    parts = list(render.render(prediction(200, quiet=(FIRST_WINDOW_FRAMES - 4,)), windowed=True))
+    assert parts[0].size == (FIRST_WINDOW_FRAMES - 4) * SAMPLES_PER_FRAME - CROSSFADE_SAMPLES // 2
+    assert decoder.windows[0][1] == FIRST_WINDOW_FRAMES - 4 + CONTEXT_FRAMES, "the context is counted from the cut"
+
+
+@pytest.mark.parametrize("ms_per_frame", [3.0, 6.0, 10.0, 15.0])
+def test_the_next_window_is_ready_before_a_listener_has_played_what_came_before(ms_per_frame):
+    """At 3-15 ms of decoding per 25 ms frame (this machine: ~6), a listener who starts at the first
+    part and plays at real time never runs out, once the renderer has measured its decoder."""
+    render, _, clock = renderer(ms_per_frame)
+    list(render.render(prediction(100), windowed=False))
+    assert render.ms_per_frame == pytest.approx(ms_per_frame)
+    started, received_ms = None, 0.0
+    for part in render.render(prediction(800), windowed=True):
+        if started is None:
+            started = clock.now
+        else:
+            played_ms = (clock.now - started) * 1000
+            assert played_ms <= received_ms, f"the listener ran out {played_ms - received_ms:.0f} ms before this part"
+        received_ms += part.size * 1000 / 24_000
+
+
+def test_a_slower_decoder_gets_longer_windows_and_one_too_slow_none():
+    fast, _, _ = renderer(5.0)
+    slow, _, _ = renderer(15.0)
+    too_slow, decoder, _ = renderer(21.0)
+    for render in (fast, slow, too_slow):
+        list(render.render(prediction(100), windowed=False))
+    assert fast.first_window() == FIRST_WINDOW_FRAMES < slow.first_window()
+    assert shortest_window(5.0) == MIN_WINDOW_FRAMES < shortest_window(15.0)
+    assert too_slow.first_window() is None and shortest_window(21.0) is None
+    assert len(list(too_slow.render(prediction(800), windowed=True))) == 1
+
+
+def test_whole_or_short_utterances_are_one_part():
+    render, decoder, _ = renderer()
+    assert len(list(render.render(prediction(400), windowed=False))) == 1
+    short = FIRST_WINDOW_FRAMES + MIN_WINDOW_FRAMES // 2 - 1
+    (part,) = render.render(prediction(short), windowed=True)
+    assert part.size == short * SAMPLES_PER_FRAME and decoder.windows[-1][:2] == (0, short)
+
+
+def test_a_window_takes_what_is_left_rather_than_leave_less_than_a_window():
+    assert next_window(MIN_WINDOW_FRAMES * 2 - 1, budget_ms=1.0, ms_per_frame=1.0) == MIN_WINDOW_FRAMES * 2 - 1
+    assert next_window(1000, budget_ms=1.0, ms_per_frame=1.0) == MIN_WINDOW_FRAMES
+    assert next_window(1000, budget_ms=600.0, ms_per_frame=5.0) == 120 - 2 * CONTEXT_FRAMES
