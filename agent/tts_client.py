@@ -185,8 +185,10 @@ class TTSSession:
         self._transport = await self._connect()
         self._reader = asyncio.create_task(self._read(), name="tts-session-reader")
 
-    async def synthesize(self, text: str, *, voice: str | None = None, speed: float | None = None) -> SynthesisStream:
-        """Send one request now (or as soon as a reconnection completes) and return its stream."""
+    async def synthesize(self, text: str, *, voice: str | None = None, speed: float | None = None,
+                         windows: bool = False) -> SynthesisStream:
+        """Send one request now (or as soon as a reconnection completes) and return its stream.
+        ``windows``: a listener is waiting for it (the server renders it in windows)."""
         if self._failure is not None or self._transport is None or self._closing:
             raise TTSConnectionError(self._failure or "the session is not open")
         if len(self._streams) >= self._max_pending_requests:
@@ -195,7 +197,8 @@ class TTSSession:
             if self._failure is not None:
                 raise TTSConnectionError(self._failure)
             request_id, message = self._protocol.synthesize(text, voice=voice or self.voice,
-                                                            speed=self.speed if speed is None else speed)
+                                                            speed=self.speed if speed is None else speed,
+                                                            windows=windows)
             stream = SynthesisStream(request_id, max_buffered_chunks=self._max_buffered_chunks,
                                      chunk_timeout=self._chunk_timeout)
             self._streams[request_id] = stream

@@ -97,12 +97,13 @@ class ClientSession:
         return tuple(self._pending)
 
     def synthesize(self, text: str, *, voice: str | None = None, speed: float = 1.0,
-                   request_id: str | None = None) -> tuple[str, str]:
-        """Track a new request; returns its id and the message to send."""
+                   request_id: str | None = None, windows: bool = False) -> tuple[str, str]:
+        """Track a new request; returns its id and the message to send (sent again as it is after
+        a reconnection, so the server renders it the same way: the skipped audio lines up)."""
         request_id = request_id or f"{self.id_prefix}-{next(self._ids)}"
         if request_id in self._pending:
             raise ValueError(f"request {request_id!r} is already in flight")
-        request = m.Synthesize(request_id=request_id, text=text, voice=voice, speed=speed)
+        request = m.Synthesize(request_id=request_id, text=text, voice=voice, speed=speed, windows=windows)
         self._pending[request_id] = _Request(request)
         return request_id, m.encode_synthesize(request)
 

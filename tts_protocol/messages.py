@@ -172,6 +172,7 @@ class Synthesize:
     voice: str | None = None
     speed: float = 1.0
     format: str = FORMAT_PCM16
+    windows: bool = False  # rendered in windows: first audio sooner, more inference in all
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,8 @@ def encode_synthesize(request: Synthesize) -> str:
     }
     if request.voice is not None:
         message["voice"] = request.voice
+    if request.windows:
+        message["windows"] = True
     return json.dumps(message, ensure_ascii=False)
 
 
@@ -260,7 +263,9 @@ def parse_client_message(payload: str | bytes, *, default_request_id: str) -> Cl
     fmt = message.get("format", FORMAT_PCM16)
     if fmt not in SUPPORTED_FORMATS:
         raise ProtocolError(UNSUPPORTED_FORMAT, f"format must be one of {SUPPORTED_FORMATS}", request_id)
-    return Synthesize(request_id=request_id, text=text, voice=voice, speed=float(speed), format=fmt)
+    if not isinstance(windows := message.get("windows", False), bool):
+        raise ProtocolError(BAD_REQUEST, "windows must be true or false", request_id)
+    return Synthesize(request_id=request_id, text=text, voice=voice, speed=float(speed), format=fmt, windows=windows)
 
 
 # Server -> client ---------------------------------------------------------------------------

@@ -13,12 +13,13 @@ the decoder on consecutive windows of the frames:
   start (``model_files.PHASE_OFFSET_INPUT``), so its harmonics continue those before it;
 - neighbouring windows overlap by ``CROSSFADE_SAMPLES`` and are crossfaded, and each cut is put on
   the quietest frame (lowest predicted energy) near where it is due;
-- the first window is ``FIRST_WINDOW_FRAMES`` long, or longer on a decoder too slow for the
-  shortest next window to be ready before it has played (the renderer keeps its decoder's speed,
-  measured on every render of ``MIN_WINDOW_FRAMES`` or more); each next one is as long as can be decoded in
-  ``HEADROOM`` of the audio a listener who started at the first audio has not heard yet (measured
-  on the clock while rendering, at the decoder's speed measured on the window before), so the
-  audio stays ahead of real-time playback on a machine of any speed.
+- the first window is ``FIRST_WINDOW_FRAMES`` long; each next one is as long as a decoder of
+  ``PLANNED_MS_PER_FRAME`` decodes (with its context) in ``HEADROOM`` of the audio a listener who
+  started at the first audio has not heard yet, so the audio stays ahead of real-time playback.
+
+The windows are planned from the utterance alone (:func:`plan`), never from the clock: a request
+rendered again (sent again after a reconnection, which skips the audio already delivered) gives
+the same audio byte for byte.
 
 What it does not carry: the decoder's instance normalisations average over the frames they are
 given, so a window is normalised over itself and its context, not the whole utterance. Its audio is
@@ -29,8 +30,7 @@ length, ``frames x SAMPLES_PER_FRAME``.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,9 +38,10 @@ import numpy as np
 from tts_protocol import SAMPLE_RATE
 from tts_server.model_files import DURATIONS_OUTPUT, PHASE_OFFSET_INPUT, PREDICTION_OUTPUTS, SAMPLES_PER_FRAME
 
-FIRST_WINDOW_FRAMES = 32
-"""The first window: 0.8 s of audio, decoded (with its context) in about a third of the one-shot
-time of a 4 s utterance; long enough that the next window fits in the time it plays."""
+FIRST_WINDOW_FRAMES = 36
+"""The first window: 0.9 s of audio, decoded (with its right context) in about a third of the
+one-shot time of a 4 s utterance; long enough that the shortest next window (with its context)
+decodes, at ``PLANNED_MS_PER_FRAME``, in ``HEADROOM`` of the time it plays."""
 CONTEXT_FRAMES = 30
 """Frames decoded on each side of a window and then dropped (0.75 s). With 20 the recogniser heard
 the 50 Harvard sentences rendered in windows at a word error rate of 0.073 against the whole
@@ -49,6 +50,11 @@ CROSSFADE_SAMPLES = 480
 """Overlap of neighbouring windows (20 ms), joined with a linear crossfade."""
 HEADROOM = 0.8
 """A window may take this share of the audio not yet played to decode."""
+PLANNED_MS_PER_FRAME = 7.0
+"""The decoder speed windows are planned for, in milliseconds per 25 ms frame given (context
+included): this machine's 2 cores measure 5-6.5 on windows of 60-150 frames, so the plan keeps some
+in reserve. A slower decoder (another request rendering beside it, a slower machine) may run out
+between windows; ``bench agent``'s listener simulation counts it."""
 MIN_WINDOW_FRAMES = 40
 """No later window is shorter (1 s): a shorter one spends most of its time on its context and
 plays out before the next is ready. When what would be left after a window is shorter than this,
@@ -88,12 +94,12 @@ class Prediction:
         return start + int(len(energy) - 1 - np.argmin(energy[::-1]))
 
 
-def shortest_window(ms_per_frame: float) -> int | None:
-    """The shortest window worth decoding at ``ms_per_frame``: ``MIN_WINDOW_FRAMES``, or longer when
-    a window that short (with its context) would take more than ``HEADROOM`` of the time it plays;
-    None when no window is short enough to keep ahead (decode whole)."""
+def shortest_window(ms_per_frame: float = PLANNED_MS_PER_FRAME) -> int:
+    """The shortest window worth decoding: ``MIN_WINDOW_FRAMES``, or longer when a window that short
+    (with its context) would take a decoder of ``ms_per_frame`` more than ``HEADROOM`` of the time it
+    plays."""
     if ms_per_frame >= HEADROOM * FRAME_MS:
-        return None
+        raise ValueError(f"a decoder of {ms_per_frame} ms per {FRAME_MS:g} ms frame cannot keep ahead in windows")
     needed = 2 * CONTEXT_FRAMES * ms_per_frame / (HEADROOM * FRAME_MS - ms_per_frame)
     return max(MIN_WINDOW_FRAMES, int(np.ceil(needed)))
 
@@ -106,28 +112,32 @@ def next_window(remaining: int, budget_ms: float, ms_per_frame: float, shortest:
     return remaining if remaining - frames < shortest else frames
 
 
+def plan(prediction: Prediction, ms_per_frame: float = PLANNED_MS_PER_FRAME) -> list[tuple[int, int]]:
+    """The windows ``(start, end)`` an utterance is rendered in: the first ``FIRST_WINDOW_FRAMES``,
+    then each as long as a decoder of ``ms_per_frame`` decodes in ``HEADROOM`` of the audio not yet
+    played, every cut moved to the quietest frame up to ``CUT_SEARCH_FRAMES`` before it is due. One
+    window when the utterance is too short to be worth cutting."""
+    frames, shortest = prediction.frames, shortest_window(ms_per_frame)
+    if frames < FIRST_WINDOW_FRAMES + MIN_WINDOW_FRAMES // 2:
+        return [(0, frames)]
+    windows: list[tuple[int, int]] = []
+    start, planned, decoding_ms, audio_ms = 0, FIRST_WINDOW_FRAMES, 0.0, 0.0
+    while start < frames:
+        end = frames if planned >= frames - start else prediction.quietest(
+            start + planned - CUT_SEARCH_FRAMES, start + planned + 1)
+        if windows:  # the first window's decoding comes before any audio: it is not played over
+            decoding_ms += ms_per_frame * (min(frames, end + CONTEXT_FRAMES) - max(0, start - CONTEXT_FRAMES))
+        windows.append((start, end))
+        audio_ms += (end - start) * FRAME_MS
+        start, planned = end, next_window(frames - end, HEADROOM * (audio_ms - decoding_ms), ms_per_frame, shortest)
+    return windows
+
+
 class Renderer:
     """Kokoro split at its decoder (``model_files.split_at_decoder``): ``predict`` then ``render``."""
 
-    def __init__(self, prediction: object, decoder: object, phase: object,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(self, prediction: object, decoder: object, phase: object) -> None:
         self._prediction, self._decoder, self._phase = prediction, decoder, phase
-        self._clock = clock
-        self.ms_per_frame: float | None = None
-        """The decoder's time per frame given (context included), as last measured on a decode of at
-        least ``MIN_WINDOW_FRAMES``; None before one."""
-
-    def first_window(self) -> int | None:
-        """``FIRST_WINDOW_FRAMES``, or as many as the shortest next window needs to be decoded in
-        ``HEADROOM`` of the time they play, at the decoder's measured speed; None when the decoder
-        is too slow to keep ahead in windows."""
-        if self.ms_per_frame is None:
-            return FIRST_WINDOW_FRAMES
-        shortest = shortest_window(self.ms_per_frame)
-        if shortest is None:
-            return None
-        needed = self.ms_per_frame * (shortest + 2 * CONTEXT_FRAMES) / (HEADROOM * FRAME_MS)
-        return max(FIRST_WINDOW_FRAMES, int(np.ceil(needed)))
 
     def predict(self, feeds: dict[str, np.ndarray]) -> Prediction:
         *outputs, durations = self._prediction.run([*PREDICTION_OUTPUTS, DURATIONS_OUTPUT], feeds)  # type: ignore[attr-defined]
@@ -138,27 +148,20 @@ class Renderer:
                phase: np.ndarray | None = None) -> np.ndarray:
         """float32 audio of frames ``[start, end)`` (all by default) decoded alone."""
         end = prediction.frames if end is None else end
-        began = self._clock()
-        audio = self._decoder.run(["audio"], prediction.window(start, end, phase))[0].ravel()  # type: ignore[attr-defined]
-        if end - start >= MIN_WINDOW_FRAMES:
-            self.ms_per_frame = (self._clock() - began) * 1000 / (end - start)
-        return audio
+        return self._decoder.run(["audio"], prediction.window(start, end, phase))[0].ravel()  # type: ignore[attr-defined]
 
     def render(self, prediction: Prediction, *, windowed: bool) -> Iterator[np.ndarray]:
-        """The utterance's float32 audio: whole in one part, or (``windowed``) window by window,
-        each part as soon as it is decoded. The parts joined are ``frames x SAMPLES_PER_FRAME``
-        samples."""
-        frames, first = prediction.frames, self.first_window()
-        if not windowed or first is None or frames < first + MIN_WINDOW_FRAMES // 2:
+        """The utterance's float32 audio: whole in one part, or (``windowed``) window by window as
+        :func:`plan` has it, each part as soon as it is decoded. The parts joined are ``frames x
+        SAMPLES_PER_FRAME`` samples."""
+        windows = plan(prediction) if windowed else [(0, prediction.frames)]
+        if len(windows) == 1:
             yield self.decode(prediction)
             return
+        frames, half = prediction.frames, CROSSFADE_SAMPLES // 2
         phase = self._phase.run(None, {PITCH: prediction.inputs[PITCH]})[0]  # type: ignore[attr-defined]
-        half = CROSSFADE_SAMPLES // 2
-        start, planned, tail = 0, first, np.zeros(0, dtype=np.float32)
-        first_sent, sent_samples = 0.0, 0
-        while start < frames:
-            end = frames if planned >= frames - start else prediction.quietest(
-                start + planned - CUT_SEARCH_FRAMES, start + planned + 1)
+        tail = np.zeros(0, dtype=np.float32)
+        for start, end in windows:
             low, high = max(0, start - CONTEXT_FRAMES), min(frames, end + CONTEXT_FRAMES)
             audio = self.decode(prediction, low, high, phase)
             # Keep [start - half, end + half) of this window (no overlap before the first or after the last).
@@ -169,11 +172,3 @@ class Renderer:
                 keep = np.concatenate([tail * (1.0 - fade) + keep[:tail.size] * fade, keep[tail.size:]])
             part, tail = (keep, keep[:0]) if end == frames else (keep[:-CROSSFADE_SAMPLES], keep[-CROSSFADE_SAMPLES:])
             yield part
-            now = self._clock()
-            if not sent_samples:
-                first_sent = now
-            sent_samples += part.size
-            unplayed_ms = sent_samples * 1000 / SAMPLE_RATE - (now - first_sent) * 1000
-            speed = self.ms_per_frame or FRAME_MS / 4
-            start, planned = end, next_window(frames - end, HEADROOM * unplayed_ms, speed,
-                                              shortest_window(speed) or frames)

@@ -88,6 +88,7 @@ class TTSService:
         self.failure: str | None = None
         self.sessions = 0
         """Bidirectional sessions open now."""
+
         self._load_engine = load_engine
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kokoro")
 
@@ -113,9 +114,9 @@ class TTSService:
         """The request's PCM16 audio in frames of ``frame_bytes``, part after part as each is
         inferred, each piece's audio preceded by when its words are spoken (a tuple of words, in
         milliseconds of the request's audio; none when the model does not report durations); stops
-        between parts once ``stopped()``. ``windowed``: the first piece is rendered in windows (a
-        listener is waiting for it). Raises :class:`SynthesisRefused` before any audio when the
-        voice is unknown or the text has nothing to speak."""
+        between parts once ``stopped()``. ``windowed``: the first piece is rendered in windows (the
+        request asked for it: a listener is waiting for it). Raises :class:`SynthesisRefused`
+        before any audio when the voice is unknown or the text has nothing to speak."""
         engine = self.engine
         assert engine is not None, "requests are accepted only once the engine is ready"
         try:

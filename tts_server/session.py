@@ -35,11 +35,6 @@ class SynthesisSession:
         self._jobs: asyncio.Queue[Any] = asyncio.Queue(self._settings.max_queued_requests + 1)
         self._outgoing: asyncio.Queue[Any] = asyncio.Queue(self._settings.max_buffered_frames)
         self._send_lock = asyncio.Lock()
-        self._busy = False
-        """A job is being synthesized."""
-        self._waited_for: set[int] = set()
-        """Jobs (by id) that arrived while the session had nothing else to say: their listener
-        hears nothing until their first audio, so it is rendered in windows."""
 
     async def run(self) -> None:
         from starlette.websockets import WebSocketDisconnect
@@ -78,8 +73,6 @@ class SynthesisSession:
             if isinstance(action, Reply):
                 await self._send_text(action.text)
             elif isinstance(action, Job):
-                if not self._busy and self._jobs.empty() and self._outgoing.empty():
-                    self._waited_for.add(id(action))
                 self._jobs.put_nowait(action)
             elif isinstance(action, EndOfInput):
                 self._jobs.put_nowait(_END)
@@ -88,15 +81,11 @@ class SynthesisSession:
     async def _synthesize_jobs(self) -> None:
         while (job := await self._jobs.get()) is not _END:
             self._protocol.begin(job)
-            self._busy = True
             try:
                 await self._synthesize(job)
             except Exception as exc:
                 log.exception("synthesis failed for %s", job.request_id)
                 await self._outgoing.put((job, "fail", (protocol.SYNTHESIS_FAILED, f"{type(exc).__name__}: {exc}")))
-            finally:
-                self._busy = False
-                self._waited_for.discard(id(job))
         await self._outgoing.put(_END)
 
     async def _synthesize(self, job: Job) -> None:
@@ -111,7 +100,7 @@ class SynthesisSession:
         synthesis = Synthesis()
         audio = self._service.synthesize(request, synthesis, stopped=lambda: job.cancelled,
                                          frame_bytes=self._settings.frame_samples * protocol.SAMPLE_WIDTH,
-                                         windowed=self._settings.windows and id(job) in self._waited_for)
+                                         windowed=self._settings.windows and request.windows)
         try:
             started = False
             async for item in audio:

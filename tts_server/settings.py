@@ -37,8 +37,8 @@ class ServerSettings:
         "1000, reason \"idle timeout\") so abandoned sessions do not hold resources", above(0))
     windows: bool = setting(
         "VOICE_AGENT_WINDOWS", True,
-        "`1`/`0`: render a request in windows when its session has nothing else to say (the listener is waiting): "
-        "first audio after about a third of the whole render's time, for about 25% more decoder time on that "
+        "`1`/`0`: render a request that asks for it (`\"windows\": true`, the agent's first request of an answer) in "
+        "windows: first audio after about half the whole render's time, for about 25% more decoder time on that "
         "request; `0` renders every request whole", flag)
     max_queued_requests: int = 64
     """Synthesize requests one session may have waiting. A sentence-chunked answer rarely has more

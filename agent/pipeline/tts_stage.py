@@ -45,6 +45,8 @@ class TTSStage(Stage):
         self._pending: asyncio.Queue[tuple[int, SynthesisStream | None] | Frame] = asyncio.Queue(max_pending)
         self._passed = 0
         self._passed_changed = asyncio.Condition()
+        self._requested = False
+        """A request of this answer has been sent."""
 
     async def process(self, inbox: FrameQueue, outbox: FrameQueue) -> None:
         try:
@@ -64,7 +66,11 @@ class TTSStage(Stage):
                 if not self._pipelining:
                     async with self._passed_changed:
                         await self._passed_changed.wait_for(lambda index=frame.index: self._passed >= index)
-                stream = await self._session.synthesize(frame.speech) if frame.speech else None
+                # The first request is the one the listener waits for: rendered in windows, it starts sooner.
+                stream = None
+                if frame.speech:
+                    stream = await self._session.synthesize(frame.speech, windows=not self._requested)
+                    self._requested = True
                 await outbox.put(SentenceSent(frame))
                 await self._pending.put((frame.index, stream))
             elif isinstance(frame, (ModelDone, ErrorFrame)):

@@ -66,6 +66,7 @@ def test_the_capacity_benchmark_runs_once_and_writes_results(tmp_path):
     assert set(results["levels"]) == {str(level) for level in capacity.QUICK_LEVELS}
     assert all(level["audio_seconds_per_second"] > 0 for level in results["levels"].values())
     assert results["saturates_at"] in capacity.QUICK_LEVELS
+    assert set(results["whole"]["levels"]) == set(results["levels"]), "the whole-render server, side by side"
     assert_plot(tmp_path, "capacity")
 
 

@@ -26,15 +26,17 @@ def test_windows_join_into_an_utterance_as_long_as_the_whole_render_with_its_dur
     assert 0.5 < loudness[0] / loudness[1] < 2
 
 
-async def test_the_server_renders_in_windows_the_request_a_listener_waits_for(tts_server, engine: KokoroEngine):
+async def test_the_server_renders_in_windows_the_requests_that_ask_and_the_same_way_every_time(tts_server):
     async with TTSSession(tts_server.ws_url) as tts:
-        first = await tts.synthesize(TWO_SENTENCES)
-        queued = await tts.synthesize(TWO_SENTENCES)  # sent while the first is being rendered
-        audio = [b"".join([chunk async for chunk in stream]) for stream in (first, queued)]
-        assert first.stats["windows"] > 1 and queued.stats["windows"] == 1
-        assert len(audio[0]) == len(audio[1]) == first.stats["audio_bytes"] == queued.stats["audio_bytes"]
-        assert [word.start_ms for word in first.words] == [word.start_ms for word in queued.words]
-        assert first.stats["first_inference_ms"] < queued.stats["first_inference_ms"]
+        streams = [await tts.synthesize(TWO_SENTENCES, windows=True), await tts.synthesize(TWO_SENTENCES),
+                   await tts.synthesize(TWO_SENTENCES, windows=True)]
+        audio = [b"".join([chunk async for chunk in stream]) for stream in streams]
+    windowed, whole, again = streams
+    assert windowed.stats["windows"] > 1 and whole.stats["windows"] == 1
+    assert len(audio[0]) == len(audio[1]) == windowed.stats["audio_bytes"] == whole.stats["audio_bytes"]
+    assert [word.start_ms for word in windowed.words] == [word.start_ms for word in whole.words]
+    assert audio[2] == audio[0], "rendered again (as after a reconnection), the windows give the same bytes"
+    assert audio[0] != audio[1]
 
 
 def test_the_recogniser_hears_the_windows_as_it_hears_the_whole_render(engine: KokoroEngine):

@@ -151,6 +151,10 @@ class StubEngine:
     provider = "stub"
     voices = ("jf_alpha", "af_heart")
 
+    def __init__(self) -> None:
+        self.windowed: list[bool] = []
+        """Whether each piece rendered was asked for in windows, in order."""
+
     def resolve_voice(self, voice: str | None) -> str:
         from tts_server.engine import UnknownVoiceError
 
@@ -174,7 +178,8 @@ class StubEngine:
 
     def render(self, phonemes: str, voice: str, speed: float = 1.0, *,
                windowed: bool = False) -> Iterator[tuple[bytes, list[float]]]:
-        """:meth:`infer`'s audio in one part (a fake has no windows)."""
+        """:meth:`infer`'s audio in one part (a fake has no windows; it records whether they were asked for)."""
+        self.windowed.append(windowed)
         yield self.infer(phonemes, voice, speed)
 
     def warm_up(self) -> float:

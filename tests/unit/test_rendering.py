@@ -17,9 +17,11 @@ from tts_server.rendering import (
     FIRST_WINDOW_FRAMES,
     MIN_WINDOW_FRAMES,
     PITCH,
+    PLANNED_MS_PER_FRAME,
     Prediction,
     Renderer,
     next_window,
+    plan,
     shortest_window,
 )
 
@@ -29,9 +31,6 @@ HARMONICS = 9
 class Clock:
     def __init__(self) -> None:
         self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class FrameIndexDecoder:
@@ -68,7 +67,7 @@ def prediction(frames: int, quiet: tuple[int, ...] = ()) -> Prediction:
 def renderer(ms_per_frame: float = 6.0) -> tuple[Renderer, FrameIndexDecoder, Clock]:
     clock = Clock()
     decoder = FrameIndexDecoder(clock, ms_per_frame)
-    return Renderer(object(), decoder, RunningPhase(), clock=clock), decoder, clock
+    return Renderer(object(), decoder, RunningPhase()), decoder, clock
 
 
 @pytest.mark.parametrize("frames", [60, 140, 400, 1000])
@@ -100,15 +99,14 @@ def test_a_cut_moves_to_the_quietest_frame_before_where_it_is_due():
     assert decoder.windows[0][1] == FIRST_WINDOW_FRAMES - 4 + CONTEXT_FRAMES, "the context is counted from the cut"
 
 
-@pytest.mark.parametrize("ms_per_frame", [3.0, 6.0, 10.0, 15.0])
-def test_the_next_window_is_ready_before_a_listener_has_played_what_came_before(ms_per_frame):
-    """At 3-15 ms of decoding per 25 ms frame (this machine: ~6), a listener who starts at the first
-    part and plays at real time never runs out, once the renderer has measured its decoder."""
+@pytest.mark.parametrize("ms_per_frame", [3.0, 6.0, PLANNED_MS_PER_FRAME])
+@pytest.mark.parametrize("frames", [90, 160, 400, 1000])
+def test_the_next_window_is_ready_before_a_listener_has_played_what_came_before(ms_per_frame, frames):
+    """On a decoder as fast as planned for or faster (this machine: ~6 ms per 25 ms frame), a listener
+    who starts at the first part and plays at real time never runs out."""
     render, _, clock = renderer(ms_per_frame)
-    list(render.render(prediction(100), windowed=False))
-    assert render.ms_per_frame == pytest.approx(ms_per_frame)
     started, received_ms = None, 0.0
-    for part in render.render(prediction(800), windowed=True):
+    for part in render.render(prediction(frames), windowed=True):
         if started is None:
             started = clock.now
         else:
@@ -117,16 +115,18 @@ def test_the_next_window_is_ready_before_a_listener_has_played_what_came_before(
         received_ms += part.size * 1000 / 24_000
 
 
-def test_a_slower_decoder_gets_longer_windows_and_one_too_slow_none():
-    fast, _, _ = renderer(5.0)
-    slow, _, _ = renderer(15.0)
-    too_slow, decoder, _ = renderer(21.0)
-    for render in (fast, slow, too_slow):
-        list(render.render(prediction(100), windowed=False))
-    assert fast.first_window() == FIRST_WINDOW_FRAMES < slow.first_window()
-    assert shortest_window(5.0) == MIN_WINDOW_FRAMES < shortest_window(15.0)
-    assert too_slow.first_window() is None and shortest_window(21.0) is None
-    assert len(list(too_slow.render(prediction(800), windowed=True))) == 1
+def test_the_windows_are_planned_from_the_utterance_alone():
+    """The same utterance is cut the same way however fast the decoder ran: rendered again (after a
+    reconnection), its audio is the same, so skipping what was delivered lines up."""
+    fast, slow = renderer(1.0), renderer(50.0)
+    utterance = prediction(500, quiet=(33, 90))
+    assert [part.size for part in fast[0].render(utterance, windowed=True)] == [
+        part.size for part in slow[0].render(utterance, windowed=True)]
+    assert [window[:2] for window in fast[1].windows] == [window[:2] for window in slow[1].windows]
+    assert plan(utterance) == plan(utterance) and len(plan(utterance)) > 2
+    assert shortest_window() == MIN_WINDOW_FRAMES
+    with pytest.raises(ValueError, match="cannot keep ahead"):
+        shortest_window(21.0)
 
 
 def test_whole_or_short_utterances_are_one_part():

@@ -5,12 +5,15 @@ factor a session experiences (its wall time over the audio it received), and the
 throughput in seconds of audio per second. The server runs one inference at a time, so throughput
 levels off once the cores are busy and time to first audio grows with the queue; the level where
 throughput stops growing is where this machine saturates.
+
+Each answer asks for its first request in windows, as the agent does (``tts_server.rendering``);
+when the benchmark starts its own servers it also measures one that renders every request whole
+(``--windows 0``), side by side.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import platform
 import time
 from pathlib import Path
@@ -31,7 +34,7 @@ async def one_session(url: str) -> tuple[float, float, float]:
     """(time to first audio ms, wall seconds, audio seconds) for one pipelined answer."""
     async with TTSSession(url) as tts:
         started = time.perf_counter()
-        streams = [await tts.synthesize(text) for text in ANSWER]
+        streams = [await tts.synthesize(text, windows=index == 0) for index, text in enumerate(ANSWER)]
         first, audio = None, 0
         for stream in streams:
             async for chunk in stream:
@@ -61,15 +64,23 @@ async def measure(url: str, trials: int, levels: tuple[int, ...] = LEVELS) -> di
     return {"levels": results, "saturates_at": int(saturated), "machine": platform.platform(), "trials": trials}
 
 
-def markdown(results: dict[str, Any]) -> str:
+def _table(results: dict[str, Any]) -> list[str]:
     rows = ["| sessions | first audio p50 / p95 | session RTF p50 / p95 | audio s per s (server) |",
             "|---|---|---|---|"]
     for level, figures in results["levels"].items():
         first, rtf = figures["time_to_first_audio_ms"], figures["session_rtf"]
         rows.append(f"| {level} | {first['p50']} / {first['p95']} ms | {rtf['p50']} / {rtf['p95']} | "
                     f"{figures['audio_seconds_per_second']} |")
-    return "\n".join([f"{results['trials']} trial(s) per level; {results['machine']}.", "", *rows, "",
-                      f"Throughput reaches 90% of its best at {results['saturates_at']} concurrent session(s)."])
+    return [*rows, "", f"Throughput reaches 90% of its best at {results['saturates_at']} concurrent session(s)."]
+
+
+def markdown(results: dict[str, Any]) -> str:
+    lines = [f"{results['trials']} trial(s) per level; {results['machine']}.", "",
+             "Each answer's first request rendered in windows (the server's default):", "",
+             *_table(results)]
+    if "whole" in results:
+        lines += ["", "The same server rendering every request whole (`--windows 0`):", "", *_table(results["whole"])]
+    return "\n".join(lines)
 
 
 QUICK_LEVELS = (1, 2)
@@ -77,9 +88,14 @@ QUICK_LEVELS = (1, 2)
 
 
 def main(out_dir: Path, trials: int = 2, tts_url: str | None = None, quick: bool = False) -> dict[str, Any]:
-    with contextlib.ExitStack() as stack:
-        if tts_url is None:
-            tts_url = stack.enter_context(servers.running(servers.start_tts_server(progress=print))).ws_url
-        results = asyncio.run(measure(tts_url, 1 if quick else trials, QUICK_LEVELS if quick else LEVELS))
+    trials, levels = (1, QUICK_LEVELS) if quick else (trials, LEVELS)
+    if tts_url is not None:
+        results = asyncio.run(measure(tts_url, trials, levels))
+    else:
+        with servers.running(servers.start_tts_server(progress=print)) as server:
+            results = asyncio.run(measure(server.ws_url, trials, levels))
+        with servers.running(servers.start_tts_server(progress=print, extra_args=["--windows", "0"])) as server:
+            whole = asyncio.run(measure(server.ws_url, trials, levels))
+        results["whole"] = {"levels": whole["levels"], "saturates_at": whole["saturates_at"]}
     write_results(out_dir, "capacity", results, markdown(results), plots.capacity)
     return results
