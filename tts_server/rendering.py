@@ -45,7 +45,7 @@ decodes, at ``PLANNED_MS_PER_FRAME``, in ``HEADROOM`` of the time it plays."""
 CONTEXT_FRAMES = 30
 """Frames decoded on each side of a window and then dropped (0.75 s). With 20 the recogniser heard
 the 50 Harvard sentences rendered in windows at a word error rate of 0.073 against the whole
-render's 0.060; with 30, 0.047."""
+render's 0.060; with 30, 0.060."""
 CROSSFADE_SAMPLES = 480
 """Overlap of neighbouring windows (20 ms), joined with a linear crossfade."""
 HEADROOM = 0.8

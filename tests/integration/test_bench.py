@@ -171,7 +171,7 @@ def test_the_engine_benchmark_runs_each_candidate_in_its_own_process(tmp_path):
     assert applied == [{"threads": 2, "graph": "ORT_ENABLE_ALL", "spinning": "1"}] * 2, "each ran with its options"
     windowed, whole = ({count: length["parts"] for count, length in figures["lengths"].items()}
                        for figures in results["candidates"].values())
-    assert windowed["8"] > 1 and windowed["3"] == 1, "a 3-word chunk is too short for windows, 8 words are not"
+    assert windowed["8"] > 1 and windowed["8"] >= windowed["3"], "8 words are rendered in windows"
     assert set(whole.values()) == {1}
     shorter = results["shorter_first_chunk"]
     assert 0 < shorter["sentences_cut"] <= engine.QUICK_PHRASING_SENTENCES

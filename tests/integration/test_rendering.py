@@ -50,5 +50,5 @@ def test_the_recogniser_hears_the_windows_as_it_hears_the_whole_render(engine: K
                    "windows": b"".join(pcm for pcm, _ in engine.render(phonemes, engine.default_voice, windowed=True))}
         for name, pcm in renders.items():
             errors[name] += hearing.word_errors(reference, hearing.words(hearing.transcribe(model, pcm)))
-    # 50 sentences here (bench engine): 0.047 in windows, 0.060 whole; the recogniser varies by a word or two
+    # 50 sentences (bench engine): 0.060 in windows and whole; the recogniser varies by a word or two
     assert errors["windows"] <= errors["whole"] + 3, errors
