@@ -33,6 +33,12 @@ from agent.tts_client import SynthesisStream, TTSSession
 
 MAX_PENDING_CHUNKS = 64
 """Chunks sent to TTS whose audio has not been passed on yet: an answer rarely has a dozen."""
+WINDOWED_REQUESTS = 2
+"""An answer's first requests asked to be rendered in windows. The first: the listener waits for
+it. The second: its whole render would start only when the first's last window is done, by which
+time the listener has heard the first's opening and may run out before it is ready (`bench agent`
+counted one such underrun on the `long` recording with the first alone); from the third on, the
+audio already received keeps well ahead of a whole render."""
 
 
 class TTSStage(Stage):
@@ -45,8 +51,8 @@ class TTSStage(Stage):
         self._pending: asyncio.Queue[tuple[int, SynthesisStream | None] | Frame] = asyncio.Queue(max_pending)
         self._passed = 0
         self._passed_changed = asyncio.Condition()
-        self._requested = False
-        """A request of this answer has been sent."""
+        self._requested = 0
+        """Requests of this answer sent so far."""
 
     async def process(self, inbox: FrameQueue, outbox: FrameQueue) -> None:
         try:
@@ -66,11 +72,11 @@ class TTSStage(Stage):
                 if not self._pipelining:
                     async with self._passed_changed:
                         await self._passed_changed.wait_for(lambda index=frame.index: self._passed >= index)
-                # The first request is the one the listener waits for: rendered in windows, it starts sooner.
                 stream = None
                 if frame.speech:
-                    stream = await self._session.synthesize(frame.speech, windows=not self._requested)
-                    self._requested = True
+                    windows = self._requested < WINDOWED_REQUESTS
+                    stream = await self._session.synthesize(frame.speech, windows=windows)
+                    self._requested += 1
                 await outbox.put(SentenceSent(frame))
                 await self._pending.put((frame.index, stream))
             elif isinstance(frame, (ModelDone, ErrorFrame)):

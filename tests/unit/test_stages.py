@@ -4,6 +4,7 @@ in-memory TTS at the transport boundary)."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from strands import Agent
@@ -25,7 +26,7 @@ from agent.pipeline.frames import (
     TextFrame,
 )
 from agent.pipeline.model_stage import ModelStage
-from agent.pipeline.tts_stage import TTSStage
+from agent.pipeline.tts_stage import WINDOWED_REQUESTS, TTSStage
 from agent.tts_client import TTSSession
 from tests.support.fake_tts import FakeTTS, fake_pcm
 
@@ -77,6 +78,19 @@ async def test_the_tts_stage_gives_each_chunk_its_audio_in_order_then_model_done
     assert audio == {0: fake_pcm("One."), 1: b"", 2: fake_pcm("Two.")}
     assert [f.index for f in out if isinstance(f, SynthesisDone)] == [0, 2], "nothing to say, nothing synthesized"
     assert isinstance(out[-1], ModelDone)
+
+
+async def test_the_tts_stage_asks_for_windows_on_an_answers_first_requests_only():
+    fake = FakeTTS()
+    session = TTSSession(fake.connect)
+    await session.open()
+    texts = ["One.", "Two.", "Three.", "Four."]
+    inputs = [ChunkFrame(0, "**", ""), *(ChunkFrame(i + 1, text, text) for i, text in enumerate(texts)), ModelDone()]
+    await run(TTSStage(session), inputs)
+    await session.close()
+    sent = [json.loads(message) for message in fake.sessions[0].received if '"synthesize"' in message]
+    assert [(message["text"], message.get("windows", False)) for message in sent] == [
+        (text, index < WINDOWED_REQUESTS) for index, text in enumerate(texts)]
 
 
 async def test_the_audio_stage_encodes_one_stream_and_flushes_it_before_model_done():
