@@ -37,9 +37,9 @@ class ServerSettings:
         "1000, reason \"idle timeout\") so abandoned sessions do not hold resources", above(0))
     windows: bool = setting(
         "VOICE_AGENT_WINDOWS", True,
-        "`1`/`0`: render a request that asks for it (`\"windows\": true`, an answer's first two requests from the agent) in "
-        "windows: first audio after about half the whole render's time, for about 25% more decoder time on that "
-        "request; `0` renders every request whole", flag)
+        "`1`/`0`: render a request that asks for it (`\"windows\": true`, an answer's first two requests from the "
+        "agent) in windows: first audio after about 0.4 s whatever its length, for about a third more decoder time "
+        "on that request; `0` renders every request whole", flag)
     max_queued_requests: int = 64
     """Synthesize requests one session may have waiting. A sentence-chunked answer rarely has more
     than a few dozen; beyond this the request gets a ``queue_full`` error instead of growing memory."""
