@@ -131,7 +131,7 @@ class KokoroEngine:
             log.warning("engine: %s cannot be split at its decoder (%s); serving it whole, without windows",
                         model_path.name, exc)
             self._session = ort.InferenceSession(str(model_path), sess_options=options, providers=providers)
-        first = self._session or self.renderer._decoder  # type: ignore[union-attr]
+        first = self._session or self.renderer.decoder  # type: ignore[union-attr]
         self.provider = first.get_providers()[0]
         self._options = first.get_session_options()
         self.timed = self.renderer is not None or DURATIONS_OUTPUT in {
@@ -147,7 +147,7 @@ class KokoroEngine:
         log.info("engine: %s on %s (available: %s), %d threads, %d voices (default %s), word timings %s, %s",
                  model_path.name, self.provider, ", ".join(ort.get_available_providers()),
                  options.intra_op_num_threads, len(voices), default_voice, "on" if self.timed else "off",
-                 "rendered in windows when a listener waits" if self.renderer else "rendered whole")
+                 "rendered in windows when a request asks" if self.renderer else "rendered whole")
 
     @classmethod
     def load(cls, voices_path: str | Path | None = None, *, threads: int | None = None,

@@ -10,14 +10,16 @@ import pytest
 
 from tts_server.model_files import PHASE_OFFSET_INPUT, SAMPLES_PER_FRAME
 from tts_server.rendering import (
-    CONTEXT_FRAMES,
     CROSSFADE_SAMPLES,
+    CUT_SEARCH_FRAMES,
     ENERGY,
     FEATURES,
     FIRST_WINDOW_FRAMES,
+    LEFT_CONTEXT_FRAMES,
     MIN_WINDOW_FRAMES,
     PITCH,
     PLANNED_MS_PER_FRAME,
+    RIGHT_CONTEXT_FRAMES,
     Prediction,
     Renderer,
     next_window,
@@ -78,7 +80,7 @@ def test_windows_join_into_the_whole_utterance_sample_for_sample(frames):
     assert len(parts) > 1 and len(decoder.windows) == len(parts)
     np.testing.assert_allclose(np.concatenate(parts), whole, rtol=0, atol=1e-4)  # crossfades of equal samples
     first_start, first_end, _ = decoder.windows[0]
-    assert first_start == 0 and first_end == min(frames, FIRST_WINDOW_FRAMES + CONTEXT_FRAMES)
+    assert first_start == 0 and first_end == min(frames, FIRST_WINDOW_FRAMES + RIGHT_CONTEXT_FRAMES)
     assert decoder.windows[-1][1] == frames, "the last window ends with the utterance, without right context"
 
 
@@ -88,7 +90,7 @@ def test_each_window_starts_its_harmonics_at_the_phase_the_utterance_has_reached
     running = np.cumsum(np.full(600, 0.37, dtype=np.float32))
     for start, _, offset in decoder.windows:
         expected = 0.0 if start == 0 else np.mod(running[2 * start - 1], 1.0)
-        assert offset.shape == (1, 1, HARMONICS)
+        assert offset.shape == ((1, 1, 1) if start == 0 else (1, 1, HARMONICS))  # a zero is broadcast
         np.testing.assert_allclose(offset, expected, atol=1e-5)
 
 
@@ -96,23 +98,25 @@ def test_a_cut_moves_to_the_quietest_frame_before_where_it_is_due():
     render, decoder, _ = renderer()
     parts = list(render.render(prediction(200, quiet=(FIRST_WINDOW_FRAMES - 4,)), windowed=True))
     assert parts[0].size == (FIRST_WINDOW_FRAMES - 4) * SAMPLES_PER_FRAME - CROSSFADE_SAMPLES // 2
-    assert decoder.windows[0][1] == FIRST_WINDOW_FRAMES - 4 + CONTEXT_FRAMES, "the context is counted from the cut"
+    assert decoder.windows[0][1] == FIRST_WINDOW_FRAMES - 4 + RIGHT_CONTEXT_FRAMES, "context is counted from the cut"
 
 
 @pytest.mark.parametrize("ms_per_frame", [3.0, 6.0, PLANNED_MS_PER_FRAME])
-@pytest.mark.parametrize("frames", [90, 160, 400, 1000])
-def test_the_next_window_is_ready_before_a_listener_has_played_what_came_before(ms_per_frame, frames):
+@pytest.mark.parametrize("quiet", [(), (FIRST_WINDOW_FRAMES - CUT_SEARCH_FRAMES, 70, 120)], ids=["as-due", "early"])
+def test_the_next_window_is_ready_before_a_listener_has_played_what_came_before(ms_per_frame, quiet):
     """On a decoder as fast as planned for or faster (this machine: ~6 ms per 25 ms frame), a listener
-    who starts at the first part and plays at real time never runs out."""
-    render, _, clock = renderer(ms_per_frame)
-    started, received_ms = None, 0.0
-    for part in render.render(prediction(frames), windowed=True):
-        if started is None:
-            started = clock.now
-        else:
-            played_ms = (clock.now - started) * 1000
-            assert played_ms <= received_ms, f"the listener ran out {played_ms - received_ms:.0f} ms before this part"
-        received_ms += part.size * 1000 / 24_000
+    who starts at the first part and plays at real time never runs out, at every utterance length
+    from 1 to 25 s, also when the cuts move as early as they can (the shortest first part)."""
+    for frames in range(40, 1000):
+        render, _, clock = renderer(ms_per_frame)
+        started, received_ms = None, 0.0
+        for part in render.render(prediction(frames, quiet), windowed=True):
+            if started is None:
+                started = clock.now
+            else:
+                played_ms = (clock.now - started) * 1000
+                assert played_ms <= received_ms, f"{frames} frames: ran out {played_ms - received_ms:.0f} ms early"
+            received_ms += part.size * 1000 / 24_000
 
 
 def test_the_windows_are_planned_from_the_utterance_alone():
@@ -137,7 +141,10 @@ def test_whole_or_short_utterances_are_one_part():
     assert part.size == short * SAMPLES_PER_FRAME and decoder.windows[-1][:2] == (0, short)
 
 
-def test_a_window_takes_what_is_left_rather_than_leave_less_than_a_window():
-    assert next_window(MIN_WINDOW_FRAMES * 2 - 1, budget_ms=1.0, ms_per_frame=1.0) == MIN_WINDOW_FRAMES * 2 - 1
+def test_a_window_takes_what_is_left_when_it_fits_rather_than_leave_less_than_a_window():
+    left = MIN_WINDOW_FRAMES * 2 - 1
+    assert next_window(left, budget_ms=left + LEFT_CONTEXT_FRAMES, ms_per_frame=1.0) == left, "last: no right context"
+    assert next_window(left, budget_ms=1.0, ms_per_frame=1.0) == MIN_WINDOW_FRAMES, "no time: the rest in two"
+    assert next_window(MIN_WINDOW_FRAMES + 10, budget_ms=1.0, ms_per_frame=1.0) == MIN_WINDOW_FRAMES // 2 + 5
     assert next_window(1000, budget_ms=1.0, ms_per_frame=1.0) == MIN_WINDOW_FRAMES
-    assert next_window(1000, budget_ms=600.0, ms_per_frame=5.0) == 120 - 2 * CONTEXT_FRAMES
+    assert next_window(1000, budget_ms=600.0, ms_per_frame=5.0) == 120 - LEFT_CONTEXT_FRAMES - RIGHT_CONTEXT_FRAMES
