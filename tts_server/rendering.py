@@ -104,49 +104,70 @@ class Prediction:
         return start + int(len(energy) - 1 - np.argmin(energy[::-1]))
 
 
-def shortest_window(ms_per_frame: float = PLANNED_MS_PER_FRAME) -> int:
+@dataclass(frozen=True)
+class Shape:
+    """How long the first window is and how much context each window is decoded with, in frames
+    (``bench engine`` measures other shapes against this one)."""
+
+    first: int = FIRST_WINDOW_FRAMES
+    left: int = LEFT_CONTEXT_FRAMES
+    right: int = RIGHT_CONTEXT_FRAMES
+
+    @property
+    def context(self) -> int:
+        return self.left + self.right
+
+
+SHAPE = Shape()
+"""The shape the server renders in."""
+
+
+def shortest_window(ms_per_frame: float = PLANNED_MS_PER_FRAME, shape: Shape = SHAPE) -> int:
     """The shortest window worth decoding: ``MIN_WINDOW_FRAMES``, or longer when a window that short
     (with its context) would take a decoder of ``ms_per_frame`` more than ``HEADROOM`` of the time it
     plays."""
     if ms_per_frame >= HEADROOM * FRAME_MS:
         raise ValueError(f"a decoder of {ms_per_frame} ms per {FRAME_MS:g} ms frame cannot keep ahead in windows")
-    needed = (LEFT_CONTEXT_FRAMES + RIGHT_CONTEXT_FRAMES) * ms_per_frame / (HEADROOM * FRAME_MS - ms_per_frame)
+    needed = shape.context * ms_per_frame / (HEADROOM * FRAME_MS - ms_per_frame)
     return max(MIN_WINDOW_FRAMES, int(np.ceil(needed)))
 
 
-def next_window(remaining: int, budget_ms: float, ms_per_frame: float, shortest: int = MIN_WINDOW_FRAMES) -> int:
+def next_window(remaining: int, budget_ms: float, ms_per_frame: float, shortest: int = MIN_WINDOW_FRAMES,
+                shape: Shape = SHAPE) -> int:
     """Frames the next window should cover: as many as its decoder time (own frames and context)
     fits in ``budget_ms``, at least ``shortest``. When that would leave less than ``shortest``
     after it: all ``remaining`` if they fit the budget (the last window has no right context), else
     two windows of what is left, the later at most ``shortest`` (so the next part is ready sooner)."""
-    fits = int(budget_ms / ms_per_frame) - LEFT_CONTEXT_FRAMES - RIGHT_CONTEXT_FRAMES
+    fits = int(budget_ms / ms_per_frame) - shape.context
     frames = max(shortest, fits)
     if remaining - frames >= shortest:
         return frames
-    if remaining <= fits + RIGHT_CONTEXT_FRAMES:
+    if remaining <= fits + shape.right:
         return remaining
     return max(remaining - shortest, (remaining + 1) // 2)
 
 
-def plan(prediction: Prediction, ms_per_frame: float = PLANNED_MS_PER_FRAME) -> list[tuple[int, int]]:
-    """The windows ``(start, end)`` an utterance is rendered in: the first ``FIRST_WINDOW_FRAMES``,
+def plan(prediction: Prediction, ms_per_frame: float = PLANNED_MS_PER_FRAME,
+         shape: Shape = SHAPE) -> list[tuple[int, int]]:
+    """The windows ``(start, end)`` an utterance is rendered in: the first ``shape.first`` frames,
     then each as long as a decoder of ``ms_per_frame`` decodes in ``HEADROOM`` of the audio not yet
     played, every cut moved to the quietest frame up to ``CUT_SEARCH_FRAMES`` before it is due. One
     window when the utterance is too short to be worth cutting."""
-    frames, shortest = prediction.frames, shortest_window(ms_per_frame)
-    if frames < FIRST_WINDOW_FRAMES + MIN_WINDOW_FRAMES // 2:
+    frames, shortest = prediction.frames, shortest_window(ms_per_frame, shape)
+    if frames < shape.first + MIN_WINDOW_FRAMES // 2:
         return [(0, frames)]
     windows: list[tuple[int, int]] = []
-    start, planned, decoding_ms, audio_ms = 0, FIRST_WINDOW_FRAMES, 0.0, 0.0
+    start, planned, decoding_ms, audio_ms = 0, shape.first, 0.0, 0.0
     while start < frames:
         end = frames if planned >= frames - start else prediction.quietest(
             start + planned - CUT_SEARCH_FRAMES, start + planned + 1)
         if windows:  # the first window's decoding comes before any audio: it is not played over
-            decoded = min(frames, end + RIGHT_CONTEXT_FRAMES) - max(0, start - LEFT_CONTEXT_FRAMES)
+            decoded = min(frames, end + shape.right) - max(0, start - shape.left)
             decoding_ms += ms_per_frame * decoded
         windows.append((start, end))
         audio_ms += (end - start) * FRAME_MS
-        start, planned = end, next_window(frames - end, HEADROOM * (audio_ms - decoding_ms), ms_per_frame, shortest)
+        start, planned = end, next_window(frames - end, HEADROOM * (audio_ms - decoding_ms), ms_per_frame, shortest,
+                                          shape)
     return windows
 
 
@@ -172,11 +193,11 @@ class Renderer:
         end = prediction.frames if end is None else end
         return self._decoder.run(["audio"], prediction.window(start, end, phase))[0].ravel()  # type: ignore[attr-defined]
 
-    def render(self, prediction: Prediction, *, windowed: bool) -> Iterator[np.ndarray]:
+    def render(self, prediction: Prediction, *, windowed: bool, shape: Shape = SHAPE) -> Iterator[np.ndarray]:
         """The utterance's float32 audio: whole in one part, or (``windowed``) window by window as
         :func:`plan` has it, each part as soon as it is decoded. The parts joined are ``frames x
         SAMPLES_PER_FRAME`` samples."""
-        windows = plan(prediction) if windowed else [(0, prediction.frames)]
+        windows = plan(prediction, shape=shape) if windowed else [(0, prediction.frames)]
         if len(windows) == 1:
             yield self.decode(prediction)
             return
@@ -184,7 +205,7 @@ class Renderer:
         phase = self._phase.run(None, {PITCH: prediction.inputs[PITCH]})[0]  # type: ignore[attr-defined]
         tail = np.zeros(0, dtype=np.float32)
         for start, end in windows:
-            low, high = max(0, start - LEFT_CONTEXT_FRAMES), min(frames, end + RIGHT_CONTEXT_FRAMES)
+            low, high = max(0, start - shape.left), min(frames, end + shape.right)
             audio = self.decode(prediction, low, high, phase)
             # Keep [start - half, end + half) of this window (no overlap before the first or after the last).
             keep = audio[(start - low) * SAMPLES_PER_FRAME - (half if start else 0):

@@ -187,6 +187,10 @@ def test_the_engine_benchmark_runs_each_candidate_in_its_own_process(tmp_path):
     assert seams["reference_words"] > 0 and all(0 <= wer for wer in seams["wer"].values())
     # the recogniser hears the windows as it hears the whole render (50 sentences: 0.060 both), within 3 words
     assert seams["wer"]["windows"] <= seams["wer"]["whole"] + 3 / seams["reference_words"] + 1e-3, seams["wer"]
+    assert [shape["shape"] for shape in seams["shapes"]] == ["server", "36 / 30 / 30"]
+    assert seams["shapes"][0]["wer"] == seams["wer"]["windows"]
+    assert all(0 < shape["distance_db"] < 20 and shape["first_part_ms"]["p50"] > 0 for shape in seams["shapes"])
     assert all(len(digest) == 64 for digest in rendering["digests"].values())
     report = (tmp_path / "engine.md").read_text()
     assert "| candidate |" in report and "pause at the cut" in report and "decoder's share" in report
+    assert "| 36 / 30 / 30 |" in report, "the other window shapes are reported"

@@ -22,6 +22,7 @@ from tts_server.rendering import (
     RIGHT_CONTEXT_FRAMES,
     Prediction,
     Renderer,
+    Shape,
     next_window,
     plan,
     shortest_window,
@@ -148,3 +149,13 @@ def test_a_window_takes_what_is_left_when_it_fits_rather_than_leave_less_than_a_
     assert next_window(MIN_WINDOW_FRAMES + 10, budget_ms=1.0, ms_per_frame=1.0) == MIN_WINDOW_FRAMES // 2 + 5
     assert next_window(1000, budget_ms=1.0, ms_per_frame=1.0) == MIN_WINDOW_FRAMES
     assert next_window(1000, budget_ms=600.0, ms_per_frame=5.0) == 120 - LEFT_CONTEXT_FRAMES - RIGHT_CONTEXT_FRAMES
+
+
+def test_another_shape_cuts_and_decodes_as_it_says():
+    render, decoder, _ = renderer()
+    shape = Shape(first=40, left=20, right=5)
+    parts = list(render.render(prediction(300), windowed=True, shape=shape))
+    (_, first_end, _), (second_start, _, _) = decoder.windows[:2]
+    assert first_end == 40 + 5 and second_start == 40 - 20, "first window and its context, then the left context"
+    assert sum(part.size for part in parts) == 300 * SAMPLES_PER_FRAME
+    assert plan(prediction(300), shape=shape)[0] == (0, 40) and plan(prediction(300))[0] == (0, FIRST_WINDOW_FRAMES)

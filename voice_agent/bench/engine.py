@@ -153,7 +153,8 @@ def main(out_dir: Path, trials: int = 3, quick: bool = False) -> dict[str, Any]:
     sentences = harvard.SENTENCES[:QUICK_PHRASING_SENTENCES] if quick else harvard.SENTENCES
     model = recogniser()
     results["rendering"] = rendering.measure(today, model, {str(count): first_words(count) for count in counts},
-                                             sentences, 1 if quick else trials)
+                                             sentences, 1 if quick else trials,
+                                             rendering.SHAPES[:1] if quick else rendering.SHAPES)
     results["shorter_first_chunk"] = phrasing.measure(today, model, sentences)
     reports = [markdown(results), rendering.markdown(results["rendering"]),
                phrasing.markdown(results["shorter_first_chunk"])]

@@ -17,13 +17,15 @@ from typing import Any
 import numpy as np
 
 from tts_server.model_files import file_digest
-from tts_server.rendering import CROSSFADE_SAMPLES
+from tts_server.rendering import CROSSFADE_SAMPLES, SHAPE, Shape
 from voice_agent.bench.tts import summarize
 
 FLUX_WINDOW = 512
 FLUX_HOP = 120
 FLUX_SPAN = 480
 """Samples either side of a join (20 ms) searched for its spectral flux."""
+SPECTRUM_WINDOW = 1024
+SPECTRUM_HOP = 240
 
 
 
@@ -47,9 +49,10 @@ def time_split(engine: Any, texts: dict[str, str], trials: int) -> dict[str, Any
     return results
 
 
-def _log_spectrum(audio: np.ndarray) -> np.ndarray:
-    frames = np.lib.stride_tricks.sliding_window_view(audio, FLUX_WINDOW)[::FLUX_HOP] * np.hanning(FLUX_WINDOW)
-    return 10 * np.log10(np.abs(np.fft.rfft(frames, axis=1)) ** 2 + 1e-10)
+def _log_spectrum(audio: np.ndarray, window: int = FLUX_WINDOW, hop: int = FLUX_HOP,
+                  floor: float = 1e-10) -> np.ndarray:
+    frames = np.lib.stride_tricks.sliding_window_view(audio, window)[::hop] * np.hanning(window)
+    return 10 * np.log10(np.abs(np.fft.rfft(frames, axis=1)) ** 2 + floor)
 
 
 def flux_near(audio: np.ndarray, sample: int) -> float:
@@ -60,45 +63,81 @@ def flux_near(audio: np.ndarray, sample: int) -> float:
     return float(np.max(np.sqrt(np.mean(np.diff(spectrum, axis=0) ** 2, axis=1))))
 
 
-def seams(engine: Any, model: Any, sentences: list[str]) -> dict[str, Any]:
+SHAPES = (Shape(36, 30, 30), Shape(28, 30, 30), Shape(28, 20, 10), Shape(28, 30, 5), Shape(24, 30, 10),
+          Shape(20, 30, 10))
+"""Other window shapes measured against the server's (``bench engine``'s full run): the one before
+(36 frames first, 30 of context each side), and each of first window, left and right context
+shorter than the server's."""
+
+
+def distance_db(audio: np.ndarray, whole: np.ndarray) -> float:
+    """Mean absolute difference of the log power spectra (dB; 43 ms frames, 10 ms hop) of two renders
+    of one utterance: how far the windows are from the one-shot render, silences included."""
+    return float(np.mean(np.abs(_log_spectrum(audio, SPECTRUM_WINDOW, SPECTRUM_HOP, 1e-8) -
+                                _log_spectrum(whole, SPECTRUM_WINDOW, SPECTRUM_HOP, 1e-8))))
+
+
+Rendered = tuple[np.ndarray, list[int], float]
+"""An utterance rendered in windows: its audio, its parts' sizes, ms to its first part."""
+
+
+def _windowed(renderer: Any, feeds: dict[str, np.ndarray], shape: Shape) -> Rendered:
+    started, parts, first_ms = time.perf_counter(), [], 0.0
+    for part in renderer.render(renderer.predict(feeds), windowed=True, shape=shape):
+        if not parts:
+            first_ms = (time.perf_counter() - started) * 1000
+        parts.append(part)
+    return np.concatenate(parts), [part.size for part in parts], first_ms
+
+
+def _joins(rendered: list[Rendered], wholes: list[np.ndarray]) -> dict[str, Any]:
+    """At each join: spectral flux and the sample step against the one-shot render's there."""
+    flux, steps = [], []
+    for (joined, sizes, _), whole in zip(rendered, wholes, strict=True):
+        if joined.size != whole.size:
+            raise AssertionError(f"windows gave {joined.size} samples, the whole render {whole.size}")
+        for join in (int(join) for join in np.cumsum(sizes[:-1]) + CROSSFADE_SAMPLES // 2):
+            flux.append(flux_near(joined, join) - flux_near(whole, join))
+            typical = float(np.median(np.abs(np.diff(whole[join - FLUX_SPAN:join + FLUX_SPAN])))) or 1e-6
+            steps.append(abs(float(joined[join] - joined[join - 1])) / typical)
+    return {"joins": len(flux), "flux_excess_db": summarize(flux), "step_over_typical": summarize(steps)}
+
+
+def seams(engine: Any, model: Any, sentences: list[str], shapes: tuple[Shape, ...] = ()) -> dict[str, Any]:
     """Each sentence rendered whole and in windows as the server renders a request a listener waits
-    for: time to the first part, joins, and at each join the spectral flux and the sample step
-    against the one-shot render's at the same place; then what the recogniser hears of each."""
+    for: time to the first part, the joins, what the recogniser hears of each. Then the same sentences
+    in each of ``shapes``: first part, distance to the whole render, word error rate."""
     from tts_server.engine import float_to_pcm16
     from voice_agent.bench.hearing import transcribe, word_errors, words
 
     renderer = engine.renderer
-    first_ms, whole_ms, flux, steps, windows = [], [], [], [], []
-    errors = {"whole": 0, "windows": 0}
-    reference_words = 0
-    for sentence in sentences:
-        feeds = engine.feeds(engine.phonemize(sentence)[0].phonemes, engine.default_voice)
+    feeds = [engine.feeds(engine.phonemize(sentence)[0].phonemes, engine.default_voice) for sentence in sentences]
+    references = [words(sentence) for sentence in sentences]
+    reference_words = sum(map(len, references))
+
+    def wer(audios: list[np.ndarray]) -> float:
+        return round(sum(word_errors(reference, words(transcribe(model, float_to_pcm16(audio))))
+                         for audio, reference in zip(audios, references, strict=True)) / reference_words, 3)
+
+    def figures(name: str, shape: Shape, rendered: list[Rendered]) -> dict[str, Any]:
+        distances = [distance_db(audio, whole) for (audio, _, _), whole in zip(rendered, wholes, strict=True)]
+        return {"shape": name, "first": shape.first, "left": shape.left, "right": shape.right,
+                "first_part_ms": summarize([first for _, _, first in rendered]),
+                "distance_db": round(float(np.mean(distances)), 2), "wer": wer([audio for audio, _, _ in rendered])}
+
+    whole_ms, wholes = [], []
+    for fed in feeds:
         started = time.perf_counter()
-        whole = renderer.decode(renderer.predict(feeds))
+        wholes.append(renderer.decode(renderer.predict(fed)))
         whole_ms.append((time.perf_counter() - started) * 1000)
-        started, parts = time.perf_counter(), []
-        for part in renderer.render(renderer.predict(feeds), windowed=True):
-            if not parts:
-                first_ms.append((time.perf_counter() - started) * 1000)
-            parts.append(part)
-        joined = np.concatenate(parts)
-        if joined.size != whole.size:
-            raise AssertionError(f"windows gave {joined.size} samples, the whole render {whole.size}: {sentence!r}")
-        windows.append(len(parts))
-        for join in np.cumsum([part.size for part in parts[:-1]]) + CROSSFADE_SAMPLES // 2:
-            flux.append(flux_near(joined, int(join)) - flux_near(whole, int(join)))
-            step = abs(float(joined[join] - joined[join - 1]))
-            typical = float(np.median(np.abs(np.diff(whole[join - FLUX_SPAN:join + FLUX_SPAN])))) or 1e-6
-            steps.append(step / typical)
-        reference = words(sentence)
-        reference_words += len(reference)
-        for name, audio in (("whole", whole), ("windows", joined)):
-            errors[name] += word_errors(reference, words(transcribe(model, float_to_pcm16(audio))))
+    rendered = [_windowed(renderer, fed, SHAPE) for fed in feeds]
+    server = figures("server", SHAPE, rendered)
     return {"sentences": len(sentences), "reference_words": reference_words,
-            "first_part_ms": summarize(first_ms), "whole_ms": summarize(whole_ms),
-            "windows": summarize(windows), "joins": len(flux),
-            "flux_excess_db": summarize(flux), "step_over_typical": summarize(steps),
-            "wer": {name: round(count / reference_words, 3) for name, count in errors.items()}}
+            "first_part_ms": server["first_part_ms"], "whole_ms": summarize(whole_ms),
+            "windows": summarize([len(sizes) for _, sizes, _ in rendered]), **_joins(rendered, wholes),
+            "wer": {"whole": wer(wholes), "windows": server["wer"]},
+            "shapes": [server, *(figures(f"{shape.first} / {shape.left} / {shape.right}", shape,
+                                         [_windowed(renderer, fed, shape) for fed in feeds]) for shape in shapes)]}
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -118,13 +157,20 @@ def markdown(results: dict[str, Any]) -> str:
              f"{seam['flux_excess_db']['p50']:+.1f} dB, p95 {seam['flux_excess_db']['p95']:+.1f} dB; the sample step "
              f"across a join over the typical step there p50 {seam['step_over_typical']['p50']:.2f}, "
              f"p95 {seam['step_over_typical']['p95']:.2f}."]
+    if len(seam["shapes"]) > 1:
+        rows += ["", "Other window shapes on the same sentences (frames: first window / context before / after; "
+                     "distance: mean absolute difference of the log power spectra to the whole render):", "",
+                 "| shape | first audio, p50 | distance to the whole render | word error rate |", "|---|---|---|---|"]
+        rows += [f"| {shape['shape']} | {shape['first_part_ms']['p50']:,.0f} ms | {shape['distance_db']:.2f} dB "
+                 f"| {shape['wer']} |" for shape in seam["shapes"]]
     return "\n".join(["Where the time goes (the model split at its decoder's inputs; digests: " +
                       ", ".join(f"`{name}` {digest[:12]}..." for name, digest in results["digests"].items()) + "):",
                       "", *rows])
 
 
-def measure(engine: Any, model: Any, texts: dict[str, str], sentences: list[str], trials: int) -> dict[str, Any]:
+def measure(engine: Any, model: Any, texts: dict[str, str], sentences: list[str], trials: int,
+            shapes: tuple[Shape, ...] = SHAPES) -> dict[str, Any]:
     from tts_server.model_files import model_path, split_at_decoder
 
     return {"digests": {path.name: file_digest(path) for path in split_at_decoder(model_path())},
-            "split": time_split(engine, texts, trials), "seams": seams(engine, model, sentences)}
+            "split": time_split(engine, texts, trials), "seams": seams(engine, model, sentences, shapes)}
