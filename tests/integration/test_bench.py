@@ -85,13 +85,18 @@ def test_the_encoding_benchmark_runs_once_and_writes_results(tmp_path):
 def test_the_overhead_benchmark_runs_once_and_writes_results(tmp_path):
     results = run_suite("overhead", tmp_path)
     assert [answer["recording"] for answer in results["answers"]] == list(overhead.QUICK_RECORDINGS)
-    for answer in results["answers"]:
+    assert [answer["recording"] for answer in results["whole"]["answers"]] == list(overhead.QUICK_RECORDINGS)
+    assert results["ready_to_first_audio_ratio"] == pytest.approx(
+        results["ready_to_first_audio_ms"]["p50"] / results["whole"]["ready_to_first_audio_ms"]["p50"], abs=0.01)
+    assert set(results["first_audio_ms"]) == set(results["whole"]["first_audio_ms"]) == set(overhead.QUICK_RECORDINGS)
+    for answer in results["answers"] + results["whole"]["answers"]:
         # The parts add up: first audio is at least the chunk's readiness plus its inference.
         assert answer["first_chunk_inference_ms"] > 0 and answer["first_chunk_ready_ms"] > 0
         assert answer["pipeline_overhead_ms"] == pytest.approx(
             answer["time_to_first_audio_ms"] - answer["first_chunk_ready_ms"] - answer["first_chunk_inference_ms"],
             abs=0.2)
         assert answer["pipeline_overhead_ms"] >= 0
+    assert "rendering every request whole" in (tmp_path / "overhead.md").read_text()
     assert_plot(tmp_path, "overhead")
 
 
