@@ -41,19 +41,18 @@ from tts_server.model_files import DURATIONS_OUTPUT, PHASE_OFFSET_INPUT, PREDICT
 FIRST_WINDOW_FRAMES = 28
 """The first window: 0.7 s of audio, decoded (with its right context, 38 frames) in about 250 ms
 here; the shortest that lets the shortest next window (with its context) decode, at
-``PLANNED_MS_PER_FRAME``, in ``HEADROOM`` of the time it plays. Over the 50 Harvard sentences
-(2026-12-03) the log-spectral distance of the windowed render to the whole one was 4.49 dB with 28
-frames, 4.37 with 36, 4.73 with 24 and 5.50 with 20: a shorter first window is normalised over too
-few frames."""
+``PLANNED_MS_PER_FRAME``, in ``HEADROOM`` of the time it plays. ``bench engine`` (50 Harvard
+sentences, 2026-12-03): log-spectral distance to the whole render 4.54 dB with 28 frames, 4.85 with
+24, 5.93 with 20: a shorter first window is normalised over too few frames."""
 LEFT_CONTEXT_FRAMES = 30
-"""Frames decoded before a window and then dropped (0.75 s). With 15 the recogniser heard the 50
-Harvard sentences in windows at a word error rate of 0.081 against the whole render's 0.060, with 20
-at 0.063 (and further from the whole render's spectrum); with 30, 0.042-0.060."""
+"""Frames decoded before a window and then dropped (0.75 s). ``bench engine`` (50 Harvard sentences,
+2026-12-03; whole render: word error rate 0.060): with 30, 0.042 and 4.54 dB from the whole render's
+spectrum; with 20, 0.063 and 4.89 dB (an exploration run: 15 frames, 0.081)."""
 RIGHT_CONTEXT_FRAMES = 10
 """Frames decoded after a window and then dropped (0.25 s): what comes after a cut matters less
-than what comes before it. With 10 (and 30 before) the 50 Harvard sentences were heard at a word
-error rate of 0.042-0.060 (whole: 0.060), as with 30 after; with 5 at 0.063 but 1 dB further from
-the whole render's spectrum. Each frame less here is a frame less to decode before first audio."""
+than what comes before it. ``bench engine`` (as above): with 30, 0.052 and 4.36 dB, first audio 84 ms
+later; with 10, 0.042 and 4.54 dB; with 5, 0.060 and 4.94 dB. Each frame less here is a frame less
+to decode before first audio."""
 CROSSFADE_SAMPLES = 480
 """Overlap of neighbouring windows (20 ms), joined with a linear crossfade."""
 HEADROOM = 0.8

@@ -38,7 +38,7 @@ class ServerSettings:
     windows: bool = setting(
         "VOICE_AGENT_WINDOWS", True,
         "`1`/`0`: render a request that asks for it (`\"windows\": true`, an answer's first two requests from the "
-        "agent) in windows: first audio after about 0.4 s whatever its length, for about a third more decoder time "
+        "agent) in windows: first audio after about 0.3 s whatever its length, for about a third more decoder time "
         "on that request; `0` renders every request whole", flag)
     max_queued_requests: int = 64
     """Synthesize requests one session may have waiting. A sentence-chunked answer rarely has more
