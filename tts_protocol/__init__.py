@@ -4,7 +4,7 @@
 - ``messages``: every literal, code and limit, the route path, encoding and parsing;
 - ``client``: the client side of a session as a state machine (``agent.tts_client`` drives it);
 - ``server``: the server side of a session as a state machine (``tts_server.session`` drives it);
-- ``pcm``: the audio format.
+- ``pcm``: the audio format (and where speech starts in it).
 
 Client -> server, one JSON object per message, as a text frame or as UTF-8 bytes in a binary frame
 (SageMaker delivers every client message as a binary frame, so the server must accept both):
@@ -33,6 +33,6 @@ Control or audio is decided by parsing the whole payload as a JSON object with a
 
 from tts_protocol.messages import *  # noqa: F403
 from tts_protocol.messages import __all__ as _messages
-from tts_protocol.pcm import SAMPLE_WIDTH, pcm16_seconds, pcm16_to_wav
+from tts_protocol.pcm import SAMPLE_WIDTH, SPEECH_DBFS, pcm16_seconds, pcm16_to_wav, speech_onset
 
-__all__ = [*_messages, "SAMPLE_WIDTH", "pcm16_seconds", "pcm16_to_wav"]
+__all__ = [*_messages, "SAMPLE_WIDTH", "SPEECH_DBFS", "pcm16_seconds", "pcm16_to_wav", "speech_onset"]

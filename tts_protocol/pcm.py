@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import io
+import math
+import sys
 import wave
+from array import array
 
 from tts_protocol.messages import SAMPLE_RATE
 
@@ -24,3 +27,22 @@ def pcm16_to_wav(pcm: bytes, sample_rate: int = SAMPLE_RATE) -> bytes:
         wav.setframerate(sample_rate)
         wav.writeframes(pcm)
     return buffer.getvalue()
+
+
+SPEECH_DBFS = -45.0
+"""Where speech starts: the first 10 ms of audio whose RMS reaches this many dB below full scale
+(Kokoro-FastAPI's silence threshold). Kokoro's silences are below -70 dBFS, its onsets above -40."""
+
+
+def speech_onset(pcm: bytes, sample_rate: int = SAMPLE_RATE) -> int | None:
+    """The sample at which speech starts in ``pcm16`` audio (the start of its first 10 ms block at
+    ``SPEECH_DBFS`` or louder), or None when no block is that loud."""
+    block = sample_rate // 100
+    samples = array("h", pcm[:len(pcm) // SAMPLE_WIDTH * SAMPLE_WIDTH])
+    if sys.byteorder == "big":
+        samples.byteswap()
+    threshold = (32768 * 10 ** (SPEECH_DBFS / 20)) ** 2 * block
+    for start in range(0, len(samples) - block + 1, block):
+        if math.fsum(sample * sample for sample in samples[start:start + block]) >= threshold:
+            return start
+    return None

@@ -12,11 +12,12 @@ import sys
 from pathlib import Path
 
 from settings_table import configure_logging, described, flag
-from tts_server.settings import ServerSettings
+from tts_server.settings import ServerSettings, lead
 
 SERVER_OPTIONS = {"voices_path": ("--voices", Path), "default_voice": ("--default-voice", str),
                   "threads": ("--threads", int), "max_sessions": ("--max-sessions", int),
-                  "idle_timeout": ("--idle-timeout", float), "windows": ("--windows", flag)}
+                  "idle_timeout": ("--idle-timeout", float), "windows": ("--windows", flag),
+                  "lead_ms": ("--lead-ms", lead)}
 PORT = 8080
 """The port SageMaker sends the container's traffic to."""
 

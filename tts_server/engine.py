@@ -24,7 +24,7 @@ import onnxruntime as ort
 from tts_protocol import SAMPLE_RATE, Word
 from tts_server.g2p import EnglishG2P, readable_text
 from tts_server.model_files import DURATIONS_OUTPUT, SAMPLES_PER_FRAME, ModelFileError, model_path, split_at_decoder
-from tts_server.rendering import Renderer
+from tts_server.rendering import FRAME_MS, LEAD_MS, Renderer
 from tts_server.settings import DEFAULT_VOICE
 from tts_server.word_timing import Piece, spans, word_owners, word_times
 
@@ -117,16 +117,19 @@ class KokoroEngine:
     the server runs one inference at a time so each gets every core."""
 
     def __init__(self, model_path: Path, voices: dict[str, np.ndarray], *, threads: int | None = None,
-                 default_voice: str = DEFAULT_VOICE, options: ort.SessionOptions | None = None) -> None:
+                 default_voice: str = DEFAULT_VOICE, options: ort.SessionOptions | None = None,
+                 lead_ms: int | None = LEAD_MS) -> None:
         options = options or session_options(threads)
         providers = _providers()
         self._session: ort.InferenceSession | None = None
+        self.lead_frames = None if lead_ms is None else round(lead_ms / FRAME_MS)
+        """Frames of the model's leading silence each utterance keeps (None: all of it)."""
         self.renderer: Renderer | None = None
         """The model split at its decoder, which can render an utterance in windows; None for a
         model that cannot be split (another export), served whole."""
         try:
             self.renderer = Renderer(*(ort.InferenceSession(str(path), sess_options=options, providers=providers)
-                                       for path in split_at_decoder(model_path)))
+                                       for path in split_at_decoder(model_path)), lead_frames=self.lead_frames)
         except (ModelFileError, ValueError) as exc:  # onnx's extractor raises ValueError for a missing tensor
             log.warning("engine: %s cannot be split at its decoder (%s); serving it whole, without windows",
                         model_path.name, exc)
@@ -144,16 +147,18 @@ class KokoroEngine:
         if default_voice not in voices:
             raise UnknownVoiceError(f"default voice {default_voice!r} is not in the voices file")
         self.default_voice = default_voice
-        log.info("engine: %s on %s (available: %s), %d threads, %d voices (default %s), word timings %s, %s",
-                 model_path.name, self.provider, ", ".join(ort.get_available_providers()),
+        log.info("engine: %s on %s (available: %s), %d threads, %d voices (default %s), word timings %s, %s, "
+                 "leading silence %s", model_path.name, self.provider, ", ".join(ort.get_available_providers()),
                  options.intra_op_num_threads, len(voices), default_voice, "on" if self.timed else "off",
-                 "rendered in windows when a request asks" if self.renderer else "rendered whole")
+                 "rendered in windows when a request asks" if self.renderer else "rendered whole",
+                 "the model's" if lead_ms is None else f"at most {self.lead_frames * FRAME_MS:g} ms")
 
     @classmethod
     def load(cls, voices_path: str | Path | None = None, *, threads: int | None = None,
-             default_voice: str = DEFAULT_VOICE, options: ort.SessionOptions | None = None) -> KokoroEngine:
+             default_voice: str = DEFAULT_VOICE, options: ort.SessionOptions | None = None,
+             lead_ms: int | None = LEAD_MS) -> KokoroEngine:
         return cls(model_path(), load_voices(voices_path), threads=threads, default_voice=default_voice,
-                   options=options)
+                   options=options, lead_ms=lead_ms)
 
     @property
     def options(self) -> ort.SessionOptions:
@@ -211,8 +216,13 @@ class KokoroEngine:
             return
         if self.renderer is None:
             outputs = self._session.run(None, feeds)  # type: ignore[union-attr]
-            durations = np.asarray(outputs[1]).ravel().tolist() if self.timed else None
-            yield float_to_pcm16(np.asarray(outputs[0], dtype=np.float32).ravel()), durations
+            audio = np.asarray(outputs[0], dtype=np.float32).ravel()
+            if not self.timed:
+                yield float_to_pcm16(audio), None
+                return
+            durations = np.asarray(outputs[1]).ravel().tolist()
+            cut = 0 if self.lead_frames is None else max(0, int(durations[0]) - self.lead_frames)
+            yield float_to_pcm16(audio[cut * SAMPLES_PER_FRAME:]), [durations[0] - cut, *durations[1:]]
             return
         prediction = self.renderer.predict(feeds)
         durations: list[float] | None = prediction.durations

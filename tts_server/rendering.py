@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tts_protocol import SAMPLE_RATE
+from tts_server import settings
 from tts_server.model_files import DURATIONS_OUTPUT, PHASE_OFFSET_INPUT, PREDICTION_OUTPUTS, SAMPLES_PER_FRAME
 
 FIRST_WINDOW_FRAMES = 28
@@ -68,6 +69,14 @@ plays out before the next is ready. When what would be left after a window is sh
 the window takes it too."""
 CUT_SEARCH_FRAMES = 6
 """A cut moves up to this many frames earlier, to the quietest frame."""
+LEAD_MS = settings.LEAD_MS
+"""The leading silence kept before an utterance's first phoneme. Kokoro gives the padding token
+before it 18-20 frames (0.45-0.5 s, measured on this project's sentences), rendered as silence
+(below -70 dBFS) until 3-5 frames before the first phoneme, where its onset starts. Rendered
+sentence by sentence, that silence would come before every sentence: after the first audio, and
+between sentences on top of the pause the sentence's own final punctuation gets. 150 ms keeps the
+onset whole (speech starts 50-125 ms in; the first 25 ms stay below -80 dBFS) and the frames
+before it are not decoded at all. Kokoro-FastAPI trims the same silence and pads 50 ms."""
 
 FEATURES, PITCH, ENERGY = PREDICTION_OUTPUTS
 FRAME_MS = SAMPLES_PER_FRAME * 1000 / SAMPLE_RATE
@@ -83,6 +92,17 @@ class Prediction:
     @property
     def frames(self) -> int:
         return int(self.inputs[FEATURES].shape[2])
+
+    def lead(self, frames: int | None) -> Prediction:
+        """The utterance with at most ``frames`` of its leading padding (``None``: all of it, as
+        predicted): the frames before them are dropped and the padding's duration shortened, so
+        the durations still add up to the frames (word timings stay on the audio)."""
+        cut = 0 if frames is None else max(0, int(self.durations[0]) - frames)
+        if not cut:
+            return self
+        inputs = {**self.inputs, FEATURES: self.inputs[FEATURES][:, :, cut:],
+                  PITCH: self.inputs[PITCH][:, 2 * cut:], ENERGY: self.inputs[ENERGY][:, 2 * cut:]}
+        return Prediction(inputs, [self.durations[0] - cut, *self.durations[1:]])
 
     def window(self, start: int, end: int, phase: np.ndarray | None) -> dict[str, np.ndarray]:
         """The decoder's inputs for frames ``[start, end)``, the harmonic source starting at the
@@ -171,20 +191,25 @@ def plan(prediction: Prediction, ms_per_frame: float = PLANNED_MS_PER_FRAME,
 
 
 class Renderer:
-    """Kokoro split at its decoder (``model_files.split_at_decoder``): ``predict`` then ``render``."""
+    """Kokoro split at its decoder (``model_files.split_at_decoder``): ``predict`` then ``render``.
+    ``lead_frames``: the leading silence each utterance keeps (:meth:`Prediction.lead`)."""
 
-    def __init__(self, prediction: object, decoder: object, phase: object) -> None:
+    def __init__(self, prediction: object, decoder: object, phase: object,
+                 lead_frames: int | None = round(LEAD_MS / FRAME_MS)) -> None:
         self._prediction, self._decoder, self._phase = prediction, decoder, phase
+        self.lead_frames = lead_frames
 
     @property
     def decoder(self) -> object:
         """The decoder's session (where nearly all the time goes)."""
         return self._decoder
 
-    def predict(self, feeds: dict[str, np.ndarray]) -> Prediction:
+    def predict(self, feeds: dict[str, np.ndarray], *, trim: bool = True) -> Prediction:
+        """The utterance's decoder inputs, its leading silence trimmed to ``lead_frames`` (``trim``)."""
         *outputs, durations = self._prediction.run([*PREDICTION_OUTPUTS, DURATIONS_OUTPUT], feeds)  # type: ignore[attr-defined]
-        return Prediction({**dict(zip(PREDICTION_OUTPUTS, outputs, strict=True)), "style": feeds["style"]},
-                          np.asarray(durations).ravel().tolist())
+        prediction = Prediction({**dict(zip(PREDICTION_OUTPUTS, outputs, strict=True)), "style": feeds["style"]},
+                                np.asarray(durations).ravel().tolist())
+        return prediction.lead(self.lead_frames) if trim else prediction
 
     def decode(self, prediction: Prediction, start: int = 0, end: int | None = None,
                phase: np.ndarray | None = None) -> np.ndarray:

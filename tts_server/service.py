@@ -77,7 +77,8 @@ class Synthesis:
 
 
 def load_kokoro(settings: ServerSettings) -> Engine:
-    return KokoroEngine.load(settings.voices_path, threads=settings.threads, default_voice=settings.default_voice)
+    return KokoroEngine.load(settings.voices_path, threads=settings.threads, default_voice=settings.default_voice,
+                             lead_ms=settings.lead_ms)
 
 
 class TTSService:

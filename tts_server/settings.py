@@ -18,6 +18,15 @@ the connection with code 1009 before it is buffered; a frame between ``MAX_MESSA
 gets a ``message_too_large`` error and the session goes on."""
 
 
+LEAD_MS = 150
+"""Leading silence kept before each utterance (``tts_server.rendering.LEAD_MS`` says why)."""
+
+
+def lead(text: str) -> int | None:
+    """Milliseconds (at least 0), or ``model`` for the model's own leading silence (None)."""
+    return None if text.strip().lower() == "model" else at_least(0)(text)
+
+
 @dataclass(frozen=True)
 class ServerSettings:
     voices_path: Path | None = setting(
@@ -40,6 +49,11 @@ class ServerSettings:
         "`1`/`0`: render a request that asks for it (`\"windows\": true`, an answer's first two requests from the "
         "agent) in windows: first audio after about 0.3 s whatever its length, for about a third more decoder time "
         "on that request; `0` renders every request whole", flag)
+    lead_ms: int | None = setting(
+        "VOICE_AGENT_LEAD_MS", LEAD_MS,
+        "milliseconds of the model's leading silence kept before each sentence (rounded to 25 ms frames): Kokoro "
+        "predicts 0.45-0.5 s before the first phoneme, which would come after the first audio and between every two "
+        "sentences; the frames dropped are not rendered. `model` keeps all of it", lead)
     max_queued_requests: int = 64
     """Synthesize requests one session may have waiting. A sentence-chunked answer rarely has more
     than a few dozen; beyond this the request gets a ``queue_full`` error instead of growing memory."""

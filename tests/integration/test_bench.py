@@ -53,12 +53,17 @@ def test_the_tts_and_agent_benchmarks_run_once_and_write_results(tmp_path):
     assert set(agent["summary"]) == set(bench_agent.QUICK_CONFIGURATIONS) <= set(bench_agent.CONFIGURATIONS)
     assert agent["barge_in"]["agent_stop_ms"]["trials"] == 3 and agent["barge_in"]["agent_stop_ms"]["max"] >= 0
     assert agent["barge_in"]["caller_cancel_to_end_ms"]["p50"] > 0
+    assert set(agent["targets"]) == set(bench_agent.TARGETS), "each answer with a target, in the same run"
+    for name, target in agent["targets"].items():
+        first, speech = target["first_audio_ms"], target["first_speech_ms"]
+        assert first["trials"] == 1 and speech["p50"] > first["p50"]
+        assert target["met"] == (first["p50"] <= bench_agent.TARGETS[name])
     stalls = agent["stalls"][bench_agent.QUICK_RECORDING]
     assert set(stalls) == {str(level) for level in bench_agent.QUICK_STALL_LEVELS}
     for level, figures in stalls.items():
         assert len(figures["sessions"]) == int(level) and all(s["audio_ms"] > 0 for s in figures["sessions"])
         assert figures["underruns"] == sum(s["underruns"] for s in figures["sessions"])
-    assert "underruns" in (tmp_path / "agent.md").read_text()
+    assert "underruns" in (tmp_path / "agent.md").read_text() and "| `long` |" in (tmp_path / "agent.md").read_text()
 
 
 def test_the_capacity_benchmark_runs_once_and_writes_results(tmp_path):

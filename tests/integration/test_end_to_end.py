@@ -12,6 +12,7 @@ from agent.llm.replay import load_recording
 from tests.support.answers import expected_sentences, raw_answer
 from tests.support.audio import assert_speech_like
 from tests.support.cli import run_cli
+from tts_server.rendering import LEAD_MS
 
 
 def run_ask(url: str, mode: str, out: str) -> dict:
@@ -41,6 +42,8 @@ def test_ask_writes_a_24khz_pcm16_wav_of_the_whole_answer(answers, mode):
     assert summary["audio_seconds"] == pytest.approx(len(pcm) / 48_000, abs=0.01)
     for key in ("time_to_first_audio_ms", "time_to_first_text_ms", "total_ms", "audio_seconds", "sentences"):
         assert summary[key] is not None
+    heard_after = summary["time_to_first_speech_ms"] - summary["time_to_first_audio_ms"]
+    assert 0 < heard_after <= LEAD_MS, "speech starts within the lead of silence kept, not 0.45 s in"
 
 
 def test_incremental_speech_starts_before_batch_speech(answers):

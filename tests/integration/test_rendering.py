@@ -1,15 +1,21 @@
 """Rendering in windows with the real model: the windows join into an utterance of the whole
 render's length with the same word timings, and the server renders in windows exactly the requests
-that ask, the same way every time. What the recogniser hears of the windows against the whole render
+that ask, the same way every time; every utterance keeps only ``LEAD_MS`` of the silence the model
+puts before it, split or whole. What the recogniser hears of the windows against the whole render
 is checked by the engine benchmark's run in ``tests/integration/test_bench.py`` (six sentences; the
 full run, fifty)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from agent.tts_client import TTSSession
-from tts_server.engine import KokoroEngine
+from tts_protocol import SAMPLE_RATE, speech_onset
+from tts_server import engine as engine_module
+from tts_server.engine import KokoroEngine, float_to_pcm16
+from tts_server.model_files import SAMPLES_PER_FRAME, ModelFileError
+from tts_server.rendering import FRAME_MS, LEAD_MS
 
 TWO_SENTENCES = "The birch canoe slid on the smooth planks, and the boy was there when the sun rose over the hills."
 
@@ -37,3 +43,38 @@ async def test_the_server_renders_in_windows_the_requests_that_ask_and_the_same_
     assert [word.start_ms for word in windowed.words] == [word.start_ms for word in whole.words]
     assert audio[2] == audio[0], "rendered again (as after a reconnection), the windows give the same bytes"
     assert audio[0] != audio[1]
+
+
+
+def onset_ms(pcm: bytes) -> float:
+    onset = speech_onset(pcm)
+    assert onset is not None, "no speech in the audio"
+    return onset * 1000 / SAMPLE_RATE
+
+
+@pytest.mark.parametrize("text", ["Great question!", "Sure.", TWO_SENTENCES])
+def test_an_utterance_keeps_only_the_lead_of_silence_asked_for_and_its_words_stay_on_its_audio(engine, text):
+    phonemes = engine.phonemize(text)[0].phonemes
+    feeds = engine.feeds(phonemes, engine.default_voice)
+    model = engine.renderer.predict(feeds, trim=False)
+    pcm, durations = engine.infer(phonemes, engine.default_voice)
+    untrimmed = float_to_pcm16(engine.renderer.decode(model))
+    assert model.durations[0] >= 16, "the model puts 0.4 s or more of silence before the first phoneme"
+    assert onset_ms(untrimmed) >= 300
+    assert durations[0] == round(LEAD_MS / FRAME_MS) and durations[1:] == model.durations[1:]
+    assert len(pcm) == len(untrimmed) - (model.durations[0] - durations[0]) * SAMPLES_PER_FRAME * 2
+    assert 25 <= onset_ms(pcm) <= LEAD_MS, "the onset is kept whole and nothing silent is left before it"
+    words = engine.synthesize_timed(text)[1]
+    assert words[0].start_ms <= LEAD_MS + 100
+
+
+def test_a_model_served_whole_keeps_the_same_lead(monkeypatch):
+    def unsplittable(path):
+        raise ModelFileError("no decoder inputs in this export")
+
+    monkeypatch.setattr(engine_module, "split_at_decoder", unsplittable)
+    whole = KokoroEngine.load(threads=2)
+    assert whole.renderer is None
+    pcm, durations = whole.infer(whole.phonemize("Great question!")[0].phonemes, whole.default_voice)
+    assert durations[0] == round(LEAD_MS / FRAME_MS) and len(pcm) == sum(durations) * SAMPLES_PER_FRAME * 2
+    assert 25 <= onset_ms(pcm) <= LEAD_MS

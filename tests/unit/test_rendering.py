@@ -159,3 +159,17 @@ def test_another_shape_cuts_and_decodes_as_it_says():
     assert first_end == 40 + 5 and second_start == 40 - 20, "first window and its context, then the left context"
     assert sum(part.size for part in parts) == 300 * SAMPLES_PER_FRAME
     assert plan(prediction(300), shape=shape)[0] == (0, 40) and plan(prediction(300))[0] == (0, FIRST_WINDOW_FRAMES)
+
+
+def test_the_leading_silence_is_cut_to_the_frames_kept_and_the_durations_still_add_up():
+    frames, durations = 40, [20.0, 3.0, 9.0, 7.0, 1.0]
+    pitch = np.arange(2 * frames, dtype=np.float32)[None, :]
+    energy = -pitch
+    whole = Prediction({**prediction(frames).inputs, PITCH: pitch, ENERGY: energy}, durations)
+    kept = whole.lead(6)
+    assert kept.frames == 26 == sum(kept.durations) and kept.durations == [6.0, *durations[1:]]
+    assert kept.inputs[FEATURES][0, 0].tolist() == list(range(14, 40)), "the frames before the last 6 of the pad go"
+    assert kept.inputs[PITCH][0].tolist() == pitch[0, 28:].tolist()
+    assert kept.inputs[ENERGY][0].tolist() == energy[0, 28:].tolist()
+    assert whole.lead(None) is whole and whole.lead(20) is whole and whole.lead(30) is whole
+    assert whole.lead(0).frames == 20 and whole.lead(0).durations[0] == 0.0

@@ -96,6 +96,23 @@ class Answer:
             return tts_protocol.pcm16_seconds(len(self.audio), self.sample_rate)
         return float(self.server_metrics.get("audio_seconds") or 0.0)
 
+    @property
+    def time_to_first_speech_ms(self) -> float | None:
+        """When a listener who starts playing at the first audio hears speech: the answer's first
+        speech (``tts_protocol.speech_onset``) played at real time from the first audio, or when it
+        arrived if that is later. None for formats other than ``pcm16`` or an answer with no speech."""
+        if self.format != tts_protocol.FORMAT_PCM16 or self.time_to_first_audio_ms is None:
+            return None
+        onset = tts_protocol.speech_onset(bytes(self.audio), self.sample_rate)
+        if onset is None:
+            return None
+        received, arrived = 0, self.time_to_first_audio_ms
+        for at, size in self.audio_arrivals:
+            received, arrived = received + size, at
+            if received > onset * tts_protocol.SAMPLE_WIDTH:
+                break
+        return round(max(self.time_to_first_audio_ms + onset * 1000 / self.sample_rate, arrived), 1)
+
     def received(self) -> str:
         """What arrived so far, for an error message: the text's length and the audio's duration."""
         audio = (f"{self.audio_seconds:.1f} s of audio" if self.format == tts_protocol.FORMAT_PCM16
@@ -104,7 +121,8 @@ class Answer:
 
     def summary(self) -> dict[str, Any]:
         return {"mode": self.mode, "format": self.format, "time_to_first_text_ms": self.time_to_first_text_ms,
-                "time_to_first_audio_ms": self.time_to_first_audio_ms, "total_ms": self.total_ms,
+                "time_to_first_audio_ms": self.time_to_first_audio_ms,
+                "time_to_first_speech_ms": self.time_to_first_speech_ms, "total_ms": self.total_ms,
                 "audio_seconds": round(self.audio_seconds, 3), "sentences": len(self.sentences), "text": self.text,
                 "words": self.words, "server": self.server_metrics}
 

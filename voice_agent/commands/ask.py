@@ -146,6 +146,8 @@ def _report(answer: Any, args: argparse.Namespace) -> None:
     print()
     print(f"time to first text:  {summary['time_to_first_text_ms']} ms")
     print(f"time to first audio: {summary['time_to_first_audio_ms']} ms")
+    if summary["time_to_first_speech_ms"] is not None:
+        print(f"first speech heard:  {summary['time_to_first_speech_ms']} ms (playing from the first audio)")
     print(f"total:               {summary['total_ms']} ms")
     print(f"audio:               {summary['audio_seconds']:.2f} s ({args.format}, {len(answer.audio):,} bytes) "
           f"in {summary['sentences']} sentence(s)" + (f", written to {args.out}" if args.out else ""))

@@ -88,9 +88,14 @@ def _demo_answer(agent: Any, tts: Any, prompt: str, mode: str, out_dir: Path) ->
     path = out_dir / f"answer-{mode}.wav"
     write_audio(str(path), answer)
     print(f"\n[{mode}] first text {answer.time_to_first_text_ms:.0f} ms, first audio "
-          f"{answer.time_to_first_audio_ms:.0f} ms, total {answer.total_ms:.0f} ms, "
+          f"{answer.time_to_first_audio_ms:.0f} ms, first speech {_ms(answer.time_to_first_speech_ms)}, "
+          f"total {answer.total_ms:.0f} ms, "
           f"{answer.audio_seconds:.1f} s of audio in {len(answer.sentences)} chunk(s) -> {path}")
     return answer
+
+
+def _ms(value: float | None) -> str:
+    return "none" if value is None else f"{value:.0f} ms"
 
 
 def register(commands: argparse._SubParsersAction) -> None:
