@@ -12,12 +12,14 @@ an offline recogniser hears of each render.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from tts_server.model_files import file_digest
-from tts_server.rendering import CROSSFADE_SAMPLES, SHAPE, Shape
+from tts_protocol import SAMPLE_RATE, speech_onset
+from tts_server.model_files import SAMPLES_PER_FRAME, file_digest
+from tts_server.rendering import CROSSFADE_SAMPLES, LEAD_MS, SHAPE, Shape
 from voice_agent.bench.tts import summarize
 
 FLUX_WINDOW = 512
@@ -104,6 +106,30 @@ def _joins(rendered: list[Rendered], wholes: list[np.ndarray]) -> dict[str, Any]
     return {"joins": len(flux), "flux_excess_db": summarize(flux), "step_over_typical": summarize(steps)}
 
 
+def _lead(renderer: Any, feeds: list[dict[str, np.ndarray]], wholes: list[np.ndarray],
+          wer: Callable[[list[np.ndarray]], float]) -> dict[str, Any]:
+    """The leading silence kept (``rendering.LEAD_MS``) against the model's own: where speech starts
+    in the whole render, the frames not decoded, the time saved, what the recogniser hears."""
+    from tts_server.engine import float_to_pcm16
+
+    def onset_ms(audio: np.ndarray) -> float:
+        onset = speech_onset(float_to_pcm16(audio))
+        if onset is None:
+            raise AssertionError("a rendered sentence has no speech in it")
+        return onset * 1000 / SAMPLE_RATE
+
+    models, decode_ms = [], []
+    for fed in feeds:
+        started = time.perf_counter()
+        models.append(renderer.decode(renderer.predict(fed, trim=False)))
+        decode_ms.append((time.perf_counter() - started) * 1000)
+    return {"kept_ms": LEAD_MS, "onset_ms": summarize([onset_ms(audio) for audio in wholes]),
+            "model_onset_ms": summarize([onset_ms(audio) for audio in models]),
+            "frames_not_decoded": summarize([(model.size - whole.size) / SAMPLES_PER_FRAME
+                                             for model, whole in zip(models, wholes, strict=True)]),
+            "model_whole_ms": summarize(decode_ms), "model_wer": wer(models)}
+
+
 def seams(engine: Any, model: Any, sentences: list[str], shapes: tuple[Shape, ...] = ()) -> dict[str, Any]:
     """Each sentence rendered whole and in windows as the server renders a request a listener waits
     for: time to the first part, the joins, what the recogniser hears of each. Then the same sentences
@@ -137,13 +163,14 @@ def seams(engine: Any, model: Any, sentences: list[str], shapes: tuple[Shape, ..
     return {"sentences": len(sentences), "reference_words": reference_words,
             "first_part_ms": server["first_part_ms"], "whole_ms": summarize(whole_ms),
             "windows": summarize([len(sizes) for _, sizes, _ in rendered]), **_joins(rendered, wholes),
-            "wer": {"whole": wer(wholes), "windows": server["wer"]},
+            "wer": {"whole": wer(wholes), "windows": server["wer"]}, "lead": _lead(renderer, feeds, wholes, wer),
             "shapes": [server, *(figures(f"{shape.first} / {shape.left} / {shape.right}", shape,
                                          [_windowed(renderer, fed, shape) for fed in feeds]) for shape in shapes)]}
 
 
 def markdown(results: dict[str, Any]) -> str:
     split, seam = results["split"], results["seams"]
+    lead = seam["lead"]
     rows = ["| first chunk | prediction | decoder | decoder's share |", "|---|---|---|---|"]
     rows += [f"| {name} words | {f['prediction_ms']:,.0f} ms | {f['decoder_ms']:,.0f} ms | {f['decoder_share']:.1%} |"
              for name, f in split.items()]
@@ -155,6 +182,13 @@ def markdown(results: dict[str, Any]) -> str:
              f"| word error rate ({seam['reference_words']} words) | {seam['wer']['windows']} "
              f"| {seam['wer']['whole']} |",
              f"| windows per sentence, p50 | {seam['windows']['p50']:g} | 1 |", "",
+             f"Leading silence kept: {lead['kept_ms']} ms of the model's. Speech starts (first 10 ms at -45 dBFS) "
+             f"{lead['onset_ms']['p50']:,.0f} ms into the whole render, p50 (max {lead['onset_ms']['max']:,.0f}); "
+             f"{lead['model_onset_ms']['p50']:,.0f} ms with the model's own lead "
+             f"(max {lead['model_onset_ms']['max']:,.0f}), whose {lead['frames_not_decoded']['p50']:g} frames more "
+             f"(p50) take the whole render from {seam['whole_ms']['p50']:,.0f} to "
+             f"{lead['model_whole_ms']['p50']:,.0f} ms, p50; "
+             f"word error rate {seam['wer']['whole']} with the lead kept, {lead['model_wer']} with the model's.", "",
              f"At the joins: spectral flux above the whole render's at the same place p50 "
              f"{seam['flux_excess_db']['p50']:+.1f} dB, p95 {seam['flux_excess_db']['p95']:+.1f} dB; the sample step "
              f"across a join over the typical step there p50 {seam['step_over_typical']['p50']:.2f}, "
