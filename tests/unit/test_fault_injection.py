@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from voice_agent.bench.faults import Answered, judge
-from voice_agent.dev.fault_proxy import OPCODE_BINARY, OPCODE_TEXT, parse_frame, text_frame
+from voice_agent.dev.fault_proxy import OPCODE_BINARY, OPCODE_TEXT, FaultProxy, parse_frame, text_frame
 
 
 @pytest.mark.parametrize("size", [0, 125, 126, 65535, 65536])
@@ -110,3 +110,26 @@ async def test_no_fault_lands_on_a_connection_the_agent_has_left():
 async def _until(condition, interval: float = 0.01) -> None:
     while not condition():
         await asyncio.sleep(interval)
+
+
+def test_closing_the_proxy_ends_its_links_and_their_handlers_even_during_a_stall(caplog):
+    async def scenario() -> int:
+        async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while data := await reader.read(100):
+                writer.write(data)
+
+        upstream = await asyncio.start_server(echo, "127.0.0.1", 0)
+        proxy = FaultProxy(upstream.sockets[0].getsockname()[1], stall_seconds=60)
+        port = await proxy.start()
+        clients = [await asyncio.open_connection("127.0.0.1", port) for _ in range(3)]
+        for _, writer in clients:
+            writer.write(b"GET / HTTP/1.1\r\n\r\n")
+        while len(proxy.links) < 3:
+            await asyncio.sleep(0.01)
+        proxy.inject("stall")
+        await proxy.close()
+        upstream.close()
+        return len(proxy.links)
+
+    assert asyncio.run(scenario()) == 0
+    assert not [record for record in caplog.records if record.name == "asyncio"], caplog.text

@@ -25,6 +25,8 @@ import tts_protocol as protocol
 
 FAULTS = ("reset", "mid_frame", "stall", "error_reply")
 OPCODE_TEXT, OPCODE_BINARY = 0x1, 0x2
+CLOSE_TIMEOUT = 5.0
+"""Seconds :meth:`FaultProxy.close` waits for the links' handlers to end."""
 
 
 def parse_frame(buffer: bytes) -> tuple[int, bytes, int] | None:
@@ -87,6 +89,7 @@ class FaultProxy:
         self._released = asyncio.Event()
         self._released.set()
         self._server: asyncio.Server | None = None
+        self._handlers: set[asyncio.Task[None]] = set()
         self.injected: list[str] = []
 
     async def start(self) -> int:
@@ -95,10 +98,15 @@ class FaultProxy:
         return self.port
 
     async def close(self) -> None:
+        """Stop listening, cut every link, and wait for their handlers to end (a handler still
+        running when the event loop closes would be cancelled inside asyncio's stream callback)."""
         if self._server is not None:
             self._server.close()
         for link in list(self.links):
             link.abort()
+        self._released.set()  # a stall holding a handler ends with the proxy
+        if self._handlers:
+            await asyncio.wait(self._handlers, timeout=CLOSE_TIMEOUT)
 
     def disarm(self) -> None:
         """Forget a fault still waiting for its protocol point (its answer ended first)."""
@@ -120,6 +128,15 @@ class FaultProxy:
             self._armed = fault
 
     async def _accept(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        handler = asyncio.current_task()
+        assert handler is not None
+        self._handlers.add(handler)
+        try:
+            await self._relay(client_reader, client_writer)
+        finally:
+            self._handlers.discard(handler)
+
+    async def _relay(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         try:
             server_reader, server_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
         except OSError:
