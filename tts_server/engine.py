@@ -224,7 +224,7 @@ class KokoroEngine:
             cut = 0 if self.lead_frames is None else max(0, int(durations[0]) - self.lead_frames)
             yield float_to_pcm16(audio[cut * SAMPLES_PER_FRAME:]), [durations[0] - cut, *durations[1:]]
             return
-        prediction = self.renderer.predict(feeds)
+        prediction = self.renderer.predict(feeds, trim=not windowed)
         durations: list[float] | None = prediction.durations
         for audio in self.renderer.render(prediction, windowed=windowed):
             yield float_to_pcm16(audio), durations

@@ -11,6 +11,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from agent.pipeline.tts_stage import WINDOWED_REQUESTS
 from agent.tts_client import TTSSession
 from tests.support.answers import raw_answer
 from tts_protocol import SAMPLE_RATE
@@ -96,8 +97,8 @@ async def test_the_caller_gets_each_chunks_words_before_its_audio_on_one_timelin
     delay_ms = {"pcm16": 0, "mp3": 1105 * 1000 / SAMPLE_RATE}[fmt]
     offset_ms = 0.0
     async with TTSSession(tts_server.ws_url) as tts:
-        for index in sorted(timed):
-            stream = await tts.synthesize(sentences[index])
+        for position, index in enumerate(sorted(timed)):
+            stream = await tts.synthesize(sentences[index], windows=position < WINDOWED_REQUESTS)  # as the agent asks
             pcm = b"".join([chunk async for chunk in stream])
             assert [word["word"] for word in timed[index]] == [word.word for word in stream.words]
             assert [word["start_ms"] for word in timed[index]] == pytest.approx(

@@ -38,12 +38,15 @@ def test_settings_come_from_their_variables_and_an_unset_or_empty_one_means_the_
     assert (settings.tts_reconnects, settings.pipelining, settings.voice, settings.bedrock_temperature) == \
         (6, False, None, 0.2)
     assert from_env(ServerSettings, {"VOICE_AGENT_MAX_SESSIONS": "3"}).max_sessions == 3
+    assert [from_env(ServerSettings, {"VOICE_AGENT_LEAD_MS": value}).lead_ms for value in ("", "0", "75", "Model")] \
+        == [150, 0, 75, None]
 
 
 @pytest.mark.parametrize(("cls", "variable", "value"), [
     (AgentSettings, "VOICE_AGENT_TTS_TIMEOUT", "soon"), (AgentSettings, "VOICE_AGENT_TTS_TIMEOUT", "-1"),
     (AgentSettings, "VOICE_AGENT_MODEL", "gpt"), (AgentSettings, "VOICE_AGENT_PIPELINING", "maybe"),
     (ServerSettings, "VOICE_AGENT_THREADS", "0"), (ServerSettings, "VOICE_AGENT_IDLE_TIMEOUT", "0"),
+    (ServerSettings, "VOICE_AGENT_LEAD_MS", "-1"), (ServerSettings, "VOICE_AGENT_LEAD_MS", "all"),
 ])
 def test_a_value_a_setting_cannot_take_is_refused_naming_its_variable(cls, variable, value):
     with pytest.raises(SettingError, match=variable):

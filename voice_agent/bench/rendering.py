@@ -86,7 +86,7 @@ Rendered = tuple[np.ndarray, list[int], float]
 
 def _windowed(renderer: Any, feeds: dict[str, np.ndarray], shape: Shape) -> Rendered:
     started, parts, first_ms = time.perf_counter(), [], 0.0
-    for part in renderer.render(renderer.predict(feeds), windowed=True, shape=shape):
+    for part in renderer.render(renderer.predict(feeds, trim=False), windowed=True, shape=shape):
         if not parts:
             first_ms = (time.perf_counter() - started) * 1000
         parts.append(part)
@@ -106,10 +106,11 @@ def _joins(rendered: list[Rendered], wholes: list[np.ndarray]) -> dict[str, Any]
     return {"joins": len(flux), "flux_excess_db": summarize(flux), "step_over_typical": summarize(steps)}
 
 
-def _lead(renderer: Any, feeds: list[dict[str, np.ndarray]], wholes: list[np.ndarray],
+def _lead(renderer: Any, feeds: list[dict[str, np.ndarray]], models: list[np.ndarray],
           wer: Callable[[list[np.ndarray]], float]) -> dict[str, Any]:
-    """The leading silence kept (``rendering.LEAD_MS``) against the model's own: where speech starts
-    in the whole render, the frames not decoded, the time saved, what the recogniser hears."""
+    """A request rendered whole keeps ``rendering.LEAD_MS`` of the model's leading silence: where
+    speech starts in it against the model's own render (``models``), the frames not decoded, the
+    time, what the recogniser hears."""
     from tts_server.engine import float_to_pcm16
 
     def onset_ms(audio: np.ndarray) -> float:
@@ -118,16 +119,16 @@ def _lead(renderer: Any, feeds: list[dict[str, np.ndarray]], wholes: list[np.nda
             raise AssertionError("a rendered sentence has no speech in it")
         return onset * 1000 / SAMPLE_RATE
 
-    models, decode_ms = [], []
+    kept, decode_ms = [], []
     for fed in feeds:
         started = time.perf_counter()
-        models.append(renderer.decode(renderer.predict(fed, trim=False)))
+        kept.append(renderer.decode(renderer.predict(fed)))
         decode_ms.append((time.perf_counter() - started) * 1000)
-    return {"kept_ms": LEAD_MS, "onset_ms": summarize([onset_ms(audio) for audio in wholes]),
+    return {"kept_ms": LEAD_MS, "onset_ms": summarize([onset_ms(audio) for audio in kept]),
             "model_onset_ms": summarize([onset_ms(audio) for audio in models]),
-            "frames_not_decoded": summarize([(model.size - whole.size) / SAMPLES_PER_FRAME
-                                             for model, whole in zip(models, wholes, strict=True)]),
-            "model_whole_ms": summarize(decode_ms), "model_wer": wer(models)}
+            "frames_not_decoded": summarize([(model.size - audio.size) / SAMPLES_PER_FRAME
+                                             for model, audio in zip(models, kept, strict=True)]),
+            "whole_ms": summarize(decode_ms), "wer": wer(kept)}
 
 
 def seams(engine: Any, model: Any, sentences: list[str], shapes: tuple[Shape, ...] = ()) -> dict[str, Any]:
@@ -146,10 +147,10 @@ def seams(engine: Any, model: Any, sentences: list[str], shapes: tuple[Shape, ..
         return round(sum(word_errors(reference, words(transcribe(model, float_to_pcm16(audio))))
                          for audio, reference in zip(audios, references, strict=True)) / reference_words, 3)
 
-    whole_ms, wholes = [], []
+    whole_ms, wholes = [], []  # the model's one-shot render, leading silence and all (as the windows have it)
     for fed in feeds:
         started = time.perf_counter()
-        wholes.append(renderer.decode(renderer.predict(fed)))
+        wholes.append(renderer.decode(renderer.predict(fed, trim=False)))
         whole_ms.append((time.perf_counter() - started) * 1000)
 
     def figures(name: str, shape: Shape, rendered: list[Rendered]) -> dict[str, Any]:
@@ -182,13 +183,12 @@ def markdown(results: dict[str, Any]) -> str:
              f"| word error rate ({seam['reference_words']} words) | {seam['wer']['windows']} "
              f"| {seam['wer']['whole']} |",
              f"| windows per sentence, p50 | {seam['windows']['p50']:g} | 1 |", "",
-             f"Leading silence kept: {lead['kept_ms']} ms of the model's. Speech starts (first 10 ms at -45 dBFS) "
-             f"{lead['onset_ms']['p50']:,.0f} ms into the whole render, p50 (max {lead['onset_ms']['max']:,.0f}); "
-             f"{lead['model_onset_ms']['p50']:,.0f} ms with the model's own lead "
+             f"Leading silence kept by a request rendered whole: {lead['kept_ms']} ms of the model's. Speech starts "
+             f"(first 10 ms at -45 dBFS) {lead['onset_ms']['p50']:,.0f} ms into it, p50 (max "
+             f"{lead['onset_ms']['max']:,.0f}); {lead['model_onset_ms']['p50']:,.0f} ms into the model's own render "
              f"(max {lead['model_onset_ms']['max']:,.0f}), whose {lead['frames_not_decoded']['p50']:g} frames more "
-             f"(p50) take the whole render from {seam['whole_ms']['p50']:,.0f} to "
-             f"{lead['model_whole_ms']['p50']:,.0f} ms, p50; "
-             f"word error rate {seam['wer']['whole']} with the lead kept, {lead['model_wer']} with the model's.", "",
+             f"(p50) take it from {lead['whole_ms']['p50']:,.0f} to {seam['whole_ms']['p50']:,.0f} ms, p50; "
+             f"word error rate {lead['wer']} with the lead kept, {seam['wer']['whole']} with the model's.", "",
              f"At the joins: spectral flux above the whole render's at the same place p50 "
              f"{seam['flux_excess_db']['p50']:+.1f} dB, p95 {seam['flux_excess_db']['p95']:+.1f} dB; the sample step "
              f"across a join over the typical step there p50 {seam['step_over_typical']['p50']:.2f}, "
