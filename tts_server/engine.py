@@ -123,7 +123,7 @@ class KokoroEngine:
         providers = _providers()
         self._session: ort.InferenceSession | None = None
         self.lead_frames = None if lead_ms is None else round(lead_ms / FRAME_MS)
-        """Frames of the model's leading silence each utterance keeps (None: all of it)."""
+        """Frames of the model's leading silence an utterance rendered whole keeps (None: all of it)."""
         self.renderer: Renderer | None = None
         """The model split at its decoder, which can render an utterance in windows; None for a
         model that cannot be split (another export), served whole."""
@@ -210,7 +210,8 @@ class KokoroEngine:
         """Synthesize one phoneme piece in parts, each as soon as it is rendered: PCM16 and, with the
         first part, the frames each token lasts (later parts: None). Whole in one part, or
         (``windowed``, where the model can be split) window by window (``tts_server.rendering``):
-        the first audio sooner, at the cost of more decoder time in all."""
+        the first audio sooner, at the cost of more decoder time in all. Rendered whole, the piece
+        keeps ``lead_frames`` of the model's leading silence; in windows, all of it."""
         feeds = self.feeds(phonemes, voice, speed)
         if feeds is None:
             return

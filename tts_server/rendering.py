@@ -79,7 +79,8 @@ sentences: speech starts 125 ms in, p50, max 160; word error rate 0.042, against
 model's silence) and the frames before it are not decoded. Kokoro-FastAPI trims the same silence
 and pads 50 ms. A request rendered in windows keeps the model's silence: with only 150 ms of it,
 its first window was heard worse (word error rate 0.084 on the same sentences; decoding the
-silence but not playing it, 0.060, and 14 frames more before the first audio)."""
+silence but not playing it, 0.060 in an exploration script, and 14 frames more before the first
+audio)."""
 
 FEATURES, PITCH, ENERGY = PREDICTION_OUTPUTS
 FRAME_MS = SAMPLES_PER_FRAME * 1000 / SAMPLE_RATE
@@ -195,7 +196,7 @@ def plan(prediction: Prediction, ms_per_frame: float = PLANNED_MS_PER_FRAME,
 
 class Renderer:
     """Kokoro split at its decoder (``model_files.split_at_decoder``): ``predict`` then ``render``.
-    ``lead_frames``: the leading silence each utterance keeps (:meth:`Prediction.lead`)."""
+    ``lead_frames``: the leading silence an utterance rendered whole keeps (:meth:`Prediction.lead`)."""
 
     def __init__(self, prediction: object, decoder: object, phase: object,
                  lead_frames: int | None = round(LEAD_MS / FRAME_MS)) -> None:
