@@ -24,7 +24,7 @@ import onnxruntime as ort
 from tts_protocol import SAMPLE_RATE, Word
 from tts_server.g2p import EnglishG2P, readable_text
 from tts_server.model_files import DURATIONS_OUTPUT, SAMPLES_PER_FRAME, ModelFileError, model_path, split_at_decoder
-from tts_server.rendering import FRAME_MS, LEAD_MS, Renderer
+from tts_server.rendering import FRAME_MS, LEAD_MS, Renderer, lead_cut, lead_frames
 from tts_server.settings import DEFAULT_VOICE
 from tts_server.word_timing import Piece, spans, word_owners, word_times
 
@@ -122,7 +122,7 @@ class KokoroEngine:
         options = options or session_options(threads)
         providers = _providers()
         self._session: ort.InferenceSession | None = None
-        self.lead_frames = None if lead_ms is None else round(lead_ms / FRAME_MS)
+        self.lead_frames = lead_frames(lead_ms)
         """Frames of the model's leading silence an utterance rendered whole keeps (None: all of it)."""
         self.renderer: Renderer | None = None
         """The model split at its decoder, which can render an utterance in windows; None for a
@@ -222,7 +222,7 @@ class KokoroEngine:
                 yield float_to_pcm16(audio), None
                 return
             durations = np.asarray(outputs[1]).ravel().tolist()
-            cut = 0 if self.lead_frames is None else max(0, int(durations[0]) - self.lead_frames)
+            cut = lead_cut(durations, self.lead_frames)
             yield float_to_pcm16(audio[cut * SAMPLES_PER_FRAME:]), [durations[0] - cut, *durations[1:]]
             return
         prediction = self.renderer.predict(feeds, trim=not windowed)

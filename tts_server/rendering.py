@@ -86,6 +86,17 @@ FEATURES, PITCH, ENERGY = PREDICTION_OUTPUTS
 FRAME_MS = SAMPLES_PER_FRAME * 1000 / SAMPLE_RATE
 
 
+def lead_frames(lead_ms: int | None) -> int | None:
+    """Frames of leading silence kept for ``lead_ms`` (None: all of the model's)."""
+    return None if lead_ms is None else round(lead_ms / FRAME_MS)
+
+
+def lead_cut(durations: list[float], kept: int | None) -> int:
+    """Frames cut from the start of an utterance of ``durations`` that keeps ``kept`` frames of its
+    leading padding (None: all of it)."""
+    return 0 if kept is None else max(0, int(durations[0]) - kept)
+
+
 @dataclass
 class Prediction:
     """One utterance's predicted decoder inputs."""
@@ -101,7 +112,7 @@ class Prediction:
         """The utterance with at most ``frames`` of its leading padding (``None``: all of it, as
         predicted): the frames before them are dropped and the padding's duration shortened, so
         the durations still add up to the frames (word timings stay on the audio)."""
-        cut = 0 if frames is None else max(0, int(self.durations[0]) - frames)
+        cut = lead_cut(self.durations, frames)
         if not cut:
             return self
         inputs = {**self.inputs, FEATURES: self.inputs[FEATURES][:, :, cut:],
@@ -199,7 +210,7 @@ class Renderer:
     ``lead_frames``: the leading silence an utterance rendered whole keeps (:meth:`Prediction.lead`)."""
 
     def __init__(self, prediction: object, decoder: object, phase: object,
-                 lead_frames: int | None = round(LEAD_MS / FRAME_MS)) -> None:
+                 lead_frames: int | None = lead_frames(LEAD_MS)) -> None:
         self._prediction, self._decoder, self._phase = prediction, decoder, phase
         self.lead_frames = lead_frames
 

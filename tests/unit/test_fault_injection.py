@@ -122,10 +122,10 @@ def test_closing_the_proxy_ends_its_links_and_their_handlers_even_during_a_stall
         proxy = FaultProxy(upstream.sockets[0].getsockname()[1], stall_seconds=60)
         port = await proxy.start()
         clients = [await asyncio.open_connection("127.0.0.1", port) for _ in range(3)]
-        for _, writer in clients:
+        for reader, writer in clients:  # the request echoed back through the proxy: its link is up
             writer.write(b"GET / HTTP/1.1\r\n\r\n")
-        while len(proxy.links) < 3:
-            await asyncio.sleep(0.01)
+            await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=5)
+        assert len(proxy.links) == 3
         proxy.inject("stall")
         await proxy.close()
         upstream.close()
