@@ -129,10 +129,8 @@ class SentenceChunker:
 
     def _next_split(self) -> int | None:
         """Where the first chunk of the buffer certainly ends, or None when that is not known yet.
-
         Only ``text[:max_chars]`` and the lookahead its decisions need are ever examined, which is
-        what makes the result independent of delta boundaries.
-        """
+        what makes the result independent of delta boundaries."""
         text = self._buffer
         quick = self.quick_first_chunk and not self._emitted and not self._held
         depth = 0
@@ -157,6 +155,8 @@ class SentenceChunker:
                 quoted = False
             elif char in CJK_TERMINATORS:
                 end = _skip(text, index + 1, CJK_TERMINATORS + CLOSERS)
+                if end > self.max_chars:
+                    return _clause_cut(text, self.max_chars)
                 if depth == 0 and not quoted:  # 「はい。」と言った。 is one sentence
                     return end if end < len(text) else None
                 depth, quoted = _close(text[index + 1:end], depth, quoted)
@@ -164,6 +164,8 @@ class SentenceChunker:
                 continue
             elif char in TERMINATORS:
                 end = _skip(text, index + 1, TERMINATORS + CLOSERS)
+                if end > self.max_chars:  # its run of marks ends past the limit ('Dr.Dr."...'): too long
+                    return _clause_cut(text, self.max_chars)
                 depth, quoted = _close(text[index + 1:end], depth, quoted)
                 inner = depth == 1 and _parenthetical_sentence(text, end)
                 decision = self._decide(text, index, end, balanced=(depth == 0 or inner) and not quoted)
