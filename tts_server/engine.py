@@ -210,8 +210,9 @@ class KokoroEngine:
         """Synthesize one phoneme piece in parts, each as soon as it is rendered: PCM16 and, with the
         first part, the frames each token lasts (later parts: None). Whole in one part, or
         (``windowed``, where the model can be split) window by window (``tts_server.rendering``):
-        the first audio sooner, at the cost of more decoder time in all. Rendered whole, the piece
-        keeps ``lead_frames`` of the model's leading silence; in windows, all of it."""
+        the first audio sooner, at the cost of more decoder time in all. The piece keeps
+        ``lead_frames`` of the model's leading silence (in windows, the rest is decoded as context
+        and not played)."""
         feeds = self.feeds(phonemes, voice, speed)
         if feeds is None:
             return
@@ -225,7 +226,7 @@ class KokoroEngine:
             cut = lead_cut(durations, self.lead_frames)
             yield float_to_pcm16(audio[cut * SAMPLES_PER_FRAME:]), [durations[0] - cut, *durations[1:]]
             return
-        prediction = self.renderer.predict(feeds, trim=not windowed)
+        prediction = self.renderer.predict(feeds, windowed=windowed)
         durations: list[float] | None = prediction.durations
         for audio in self.renderer.render(prediction, windowed=windowed):
             yield float_to_pcm16(audio), durations

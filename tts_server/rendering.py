@@ -70,17 +70,21 @@ the window takes it too."""
 CUT_SEARCH_FRAMES = 6
 """A cut moves up to this many frames earlier, to the quietest frame."""
 LEAD_MS = settings.LEAD_MS
-"""The leading silence an utterance rendered whole keeps before its first phoneme. Kokoro gives the
-padding token before it 18-20 frames (0.45-0.5 s, measured on this project's sentences), rendered
-as silence (below -70 dBFS) until 3-5 frames before the first phoneme, where its onset starts.
-Rendered sentence by sentence, that silence would come before every sentence, on top of the pause
-the sentence before it ends with. 150 ms keeps the onset whole (``bench engine``, 50 Harvard
-sentences: speech starts 125 ms in, p50, max 160; word error rate 0.042, against 0.060 with the
-model's silence) and the frames before it are not decoded. Kokoro-FastAPI trims the same silence
-and pads 50 ms. A request rendered in windows keeps the model's silence: with only 150 ms of it,
-its first window was heard worse (word error rate 0.084 on the same sentences; decoding the
-silence but not playing it, 0.060 in an exploration script, and 14 frames more before the first
-audio)."""
+"""The leading silence an utterance keeps before its first phoneme. Kokoro gives the padding token
+before it 18-20 frames (0.45-0.5 s, measured on this project's sentences), rendered as silence
+(below -70 dBFS) until 3-5 frames before the first phoneme, where its onset starts. Rendered
+sentence by sentence, that silence would come before every sentence, on top of the pause the
+sentence before it ends with, and before the answer's first speech. 150 ms keeps the onset whole
+(``bench engine``, 50 Harvard sentences: speech starts 125 ms in, p50, max 160, against 430). Rendered
+whole, the frames before it are not decoded (word error rate 0.042, against 0.060 with the model's
+silence; Kokoro-FastAPI trims the same silence and pads 50 ms). Rendered in windows, they are decoded
+as the first window's context and not played (:meth:`Prediction.lead` with ``context``): a first
+window normalised over speech alone is heard worse. On 147 Harvard sentences held out from those
+(lists 11-25, 1,158 words; an exploration run of 2026-12-03): windows with the model's silence
+0.065, with 150 ms of it and the rest decoded as context 0.068, with the rest not decoded at all
+0.090 (0.099 with a first window of 36 frames); rendered whole, 0.059 with the model's silence and
+0.067 with 150 ms. Decoding those 12-14 frames costs ~55 ms before the first audio; the first speech
+comes ~260 ms sooner (409 against 667 ms p50 from the text's phonemes)."""
 
 FEATURES, PITCH, ENERGY = PREDICTION_OUTPUTS
 FRAME_MS = SAMPLES_PER_FRAME * 1000 / SAMPLE_RATE
@@ -99,25 +103,36 @@ def lead_cut(durations: list[float], kept: int | None) -> int:
 
 @dataclass
 class Prediction:
-    """One utterance's predicted decoder inputs."""
+    """One utterance's predicted decoder inputs. Its audio is frames ``[start, frames)``: the
+    frames before ``start`` are decoded as the first window's context and not played."""
 
     inputs: dict[str, np.ndarray]
     durations: list[float]
+    start: int = 0
 
     @property
     def frames(self) -> int:
         return int(self.inputs[FEATURES].shape[2])
 
-    def lead(self, frames: int | None) -> Prediction:
+    def lead(self, frames: int | None, *, context: bool = False) -> Prediction:
         """The utterance with at most ``frames`` of its leading padding (``None``: all of it, as
-        predicted): the frames before them are dropped and the padding's duration shortened, so
-        the durations still add up to the frames (word timings stay on the audio)."""
-        cut = lead_cut(self.durations, frames)
+        predicted). The frames before them are dropped or (``context``) kept as frames decoded
+        but not played; either way the padding's duration is shortened, so the durations add up
+        to the audio (word timings stay on it)."""
+        cut = lead_cut(self.durations, frames) if not self.start else 0
         if not cut:
             return self
+        cut_lead = Prediction(self.inputs, [self.durations[0] - cut, *self.durations[1:]], cut)
+        return cut_lead if context else cut_lead.played()
+
+    def played(self) -> Prediction:
+        """The utterance without the frames before ``start`` (not decoded at all)."""
+        if not self.start:
+            return self
+        cut = self.start
         inputs = {**self.inputs, FEATURES: self.inputs[FEATURES][:, :, cut:],
                   PITCH: self.inputs[PITCH][:, 2 * cut:], ENERGY: self.inputs[ENERGY][:, 2 * cut:]}
-        return Prediction(inputs, [self.durations[0] - cut, *self.durations[1:]])
+        return Prediction(inputs, self.durations)
 
     def window(self, start: int, end: int, phase: np.ndarray | None) -> dict[str, np.ndarray]:
         """The decoder's inputs for frames ``[start, end)``, the harmonic source starting at the
@@ -183,15 +198,16 @@ def next_window(remaining: int, budget_ms: float, ms_per_frame: float, shortest:
 
 def plan(prediction: Prediction, ms_per_frame: float = PLANNED_MS_PER_FRAME,
          shape: Shape = SHAPE) -> list[tuple[int, int]]:
-    """The windows ``(start, end)`` an utterance is rendered in: the first ``shape.first`` frames,
+    """The windows ``(start, end)`` an utterance is rendered in: the first ``shape.first`` frames
+    from ``prediction.start``,
     then each as long as a decoder of ``ms_per_frame`` decodes in ``HEADROOM`` of the audio not yet
     played, every cut moved to the quietest frame up to ``CUT_SEARCH_FRAMES`` before it is due. One
     window when the utterance is too short to be worth cutting."""
     frames, shortest = prediction.frames, shortest_window(ms_per_frame, shape)
-    if frames < shape.first + MIN_WINDOW_FRAMES // 2:
-        return [(0, frames)]
+    if frames - prediction.start < shape.first + MIN_WINDOW_FRAMES // 2:
+        return [(prediction.start, frames)]
     windows: list[tuple[int, int]] = []
-    start, planned, decoding_ms, audio_ms = 0, shape.first, 0.0, 0.0
+    start, planned, decoding_ms, audio_ms = prediction.start, shape.first, 0.0, 0.0
     while start < frames:
         end = frames if planned >= frames - start else prediction.quietest(
             start + planned - CUT_SEARCH_FRAMES, start + planned + 1)
@@ -207,7 +223,7 @@ def plan(prediction: Prediction, ms_per_frame: float = PLANNED_MS_PER_FRAME,
 
 class Renderer:
     """Kokoro split at its decoder (``model_files.split_at_decoder``): ``predict`` then ``render``.
-    ``lead_frames``: the leading silence an utterance rendered whole keeps (:meth:`Prediction.lead`)."""
+    ``lead_frames``: the leading silence an utterance keeps (:meth:`Prediction.lead`)."""
 
     def __init__(self, prediction: object, decoder: object, phase: object,
                  lead_frames: int | None = lead_frames(LEAD_MS)) -> None:
@@ -219,13 +235,14 @@ class Renderer:
         """The decoder's session (where nearly all the time goes)."""
         return self._decoder
 
-    def predict(self, feeds: dict[str, np.ndarray], *, trim: bool = True) -> Prediction:
-        """The utterance's decoder inputs, its leading silence trimmed to ``lead_frames`` (``trim``:
-        for a render whole; windows are rendered from the model's own, ``LEAD_MS`` says why)."""
+    def predict(self, feeds: dict[str, np.ndarray], *, trim: bool = True, windowed: bool = False) -> Prediction:
+        """The utterance's decoder inputs, its leading silence (``trim``) cut to ``lead_frames``: the
+        frames before not decoded, or (``windowed``) decoded as the first window's context and not
+        played (``LEAD_MS`` says why)."""
         *outputs, durations = self._prediction.run([*PREDICTION_OUTPUTS, DURATIONS_OUTPUT], feeds)  # type: ignore[attr-defined]
         prediction = Prediction({**dict(zip(PREDICTION_OUTPUTS, outputs, strict=True)), "style": feeds["style"]},
                                 np.asarray(durations).ravel().tolist())
-        return prediction.lead(self.lead_frames) if trim else prediction
+        return prediction.lead(self.lead_frames, context=windowed) if trim else prediction
 
     def decode(self, prediction: Prediction, start: int = 0, end: int | None = None,
                phase: np.ndarray | None = None) -> np.ndarray:
@@ -235,20 +252,20 @@ class Renderer:
 
     def render(self, prediction: Prediction, *, windowed: bool, shape: Shape = SHAPE) -> Iterator[np.ndarray]:
         """The utterance's float32 audio: whole in one part, or (``windowed``) window by window as
-        :func:`plan` has it, each part as soon as it is decoded. The parts joined are ``frames x
-        SAMPLES_PER_FRAME`` samples."""
-        windows = plan(prediction, shape=shape) if windowed else [(0, prediction.frames)]
+        :func:`plan` has it, each part as soon as it is decoded. The parts joined are ``(frames -
+        start) x SAMPLES_PER_FRAME`` samples."""
+        windows = plan(prediction, shape=shape) if windowed else [(prediction.start, prediction.frames)]
         if len(windows) == 1:
-            yield self.decode(prediction)
+            yield self.decode(prediction.played())
             return
-        frames, half = prediction.frames, CROSSFADE_SAMPLES // 2
+        frames, first, half = prediction.frames, prediction.start, CROSSFADE_SAMPLES // 2
         phase = self._phase.run(None, {PITCH: prediction.inputs[PITCH]})[0]  # type: ignore[attr-defined]
         tail = np.zeros(0, dtype=np.float32)
         for start, end in windows:
             low, high = max(0, start - shape.left), min(frames, end + shape.right)
             audio = self.decode(prediction, low, high, phase)
             # Keep [start - half, end + half) of this window (no overlap before the first or after the last).
-            keep = audio[(start - low) * SAMPLES_PER_FRAME - (half if start else 0):
+            keep = audio[(start - low) * SAMPLES_PER_FRAME - (half if start > first else 0):
                          (end - low) * SAMPLES_PER_FRAME + (half if end < frames else 0)]
             if tail.size:
                 fade = np.linspace(0.0, 1.0, tail.size + 2, dtype=np.float32)[1:-1]

@@ -51,10 +51,10 @@ class ServerSettings:
         "on that request; `0` renders every request whole", flag)
     lead_ms: int | None = setting(
         "VOICE_AGENT_LEAD_MS", LEAD_MS,
-        "milliseconds of the model's leading silence kept before a sentence rendered whole (rounded to 25 ms "
-        "frames): Kokoro predicts 0.45-0.5 s before the first phoneme, which would add to the pause before every "
-        "sentence; the frames dropped are not rendered. Requests rendered in windows keep the model's (it is heard "
-        "better); `model` keeps all of it everywhere", lead)
+        "milliseconds of the model's leading silence kept before each sentence (rounded to 25 ms frames): Kokoro "
+        "predicts 0.45-0.5 s before the first phoneme, which would add to the pause before every sentence and to "
+        "the wait for the first speech; the frames dropped are not rendered (in windows, they are decoded as the "
+        "first window's context, which is heard better, and not played); `model` keeps all of it", lead)
     max_queued_requests: int = 64
     """Synthesize requests one session may have waiting. A sentence-chunked answer rarely has more
     than a few dozen; beyond this the request gets a ``queue_full`` error instead of growing memory."""

@@ -1,9 +1,9 @@
 """Rendering in windows with the real model: the windows join into an utterance of the whole
 render's length with the same word timings, and the server renders in windows exactly the requests
-that ask, the same way every time; an utterance rendered whole keeps only ``LEAD_MS`` of the
-silence the model puts before it, split or not. What the recogniser hears of the windows against the whole render
-is checked by the engine benchmark's run in ``tests/integration/test_bench.py`` (six sentences; the
-full run, fifty)."""
+that ask, the same way every time; an utterance keeps only ``LEAD_MS`` of the silence the model
+puts before it, rendered whole or in windows, split or not. What the recogniser hears of the
+windows against the whole render is checked by the engine benchmark's run in
+``tests/integration/test_bench.py`` (six sentences; the full run, fifty)."""
 
 from __future__ import annotations
 
@@ -23,11 +23,11 @@ TWO_SENTENCES = "The birch canoe slid on the smooth planks, and the boy was ther
 def test_windows_join_into_an_utterance_as_long_as_the_whole_render_with_its_durations(engine: KokoroEngine):
     phonemes = engine.phonemize(TWO_SENTENCES)[0].phonemes
     feeds = engine.feeds(phonemes, engine.default_voice)
-    whole = float_to_pcm16(engine.renderer.decode(engine.renderer.predict(feeds, trim=False)))
+    whole = float_to_pcm16(engine.renderer.decode(engine.renderer.predict(feeds)))
     parts = list(engine.render(phonemes, engine.default_voice, windowed=True))
     assert len(parts) >= 3, "a 5 s utterance is rendered in a first window and then growing ones"
     durations = parts[0][1]
-    assert durations == engine.renderer.predict(feeds, trim=False).durations, "windows keep the model's lead"
+    assert durations == engine.renderer.predict(feeds).durations, "the same lead as the whole render"
     assert all(part_durations is None for _, part_durations in parts[1:])
     joined = b"".join(pcm for pcm, _ in parts)
     assert len(joined) == len(whole) == sum(durations) * 600 * 2
@@ -43,10 +43,10 @@ async def test_the_server_renders_in_windows_the_requests_that_ask_and_the_same_
     windowed, whole, again = streams
     assert windowed.stats["windows"] > 1 and whole.stats["windows"] == 1
     assert (len(audio[0]), len(audio[1])) == (windowed.stats["audio_bytes"], whole.stats["audio_bytes"])
-    trimmed_ms = (len(audio[0]) - len(audio[1])) / 48
-    assert 300 <= trimmed_ms <= 400, "rendered whole, only 150 ms of the model's 0.45-0.5 s of leading silence"
+    assert len(audio[0]) == len(audio[1]), "both keep 150 ms of the model's 0.45-0.5 s of leading silence"
     assert [word.start_ms for word in windowed.words] == pytest.approx(
-        [word.start_ms + trimmed_ms for word in whole.words], abs=1), "the words are where they are spoken"
+        [word.start_ms for word in whole.words], abs=1), "the words are where they are spoken"
+    assert onset_ms(audio[0]) <= LEAD_MS and onset_ms(audio[1]) <= LEAD_MS
     assert audio[2] == audio[0], "rendered again (as after a reconnection), the windows give the same bytes"
     assert audio[0] != audio[1]
 
@@ -73,7 +73,8 @@ def test_an_utterance_keeps_only_the_lead_of_silence_asked_for_and_its_words_sta
     words = engine.synthesize_timed(text)[1]
     assert words[0].start_ms <= LEAD_MS + 100
     windowed = list(engine.render(phonemes, engine.default_voice, windowed=True))
-    assert windowed[0][1] == model.durations, "rendered in windows, the model's own lead"
+    assert windowed[0][1] == durations, "rendered in windows, the same lead"
+    assert len(b"".join(pcm for pcm, _ in windowed)) == len(pcm) and 25 <= onset_ms(windowed[0][0]) <= LEAD_MS
 
 
 def test_a_model_served_whole_keeps_the_same_lead(monkeypatch):

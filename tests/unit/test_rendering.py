@@ -58,13 +58,14 @@ class RunningPhase:
         return [np.cumsum(np.full((1, steps, HARMONICS), 0.37, dtype=np.float32), axis=1)]
 
 
-def prediction(frames: int, quiet: tuple[int, ...] = ()) -> Prediction:
+def prediction(frames: int, quiet: tuple[int, ...] = (), pad: float = 1.0) -> Prediction:
+    """``frames`` whose features carry their index; the first token (the leading padding) ``pad`` long."""
     features = np.broadcast_to(np.arange(frames, dtype=np.float32), (1, 512, frames)).copy()
     energy = np.ones((1, 2 * frames), dtype=np.float32)
     for frame in quiet:
         energy[0, 2 * frame:2 * frame + 2] = 0.0
     return Prediction({FEATURES: features, PITCH: np.ones((1, 2 * frames), dtype=np.float32), ENERGY: energy,
-                       "style": np.zeros((1, 256), dtype=np.float32)}, [1.0] * 5)
+                       "style": np.zeros((1, 256), dtype=np.float32)}, [pad, *[1.0] * 4])
 
 
 def renderer(ms_per_frame: float = 6.0) -> tuple[Renderer, FrameIndexDecoder, Clock]:
@@ -104,14 +105,16 @@ def test_a_cut_moves_to_the_quietest_frame_before_where_it_is_due():
 
 @pytest.mark.parametrize("ms_per_frame", [3.0, 6.0, PLANNED_MS_PER_FRAME])
 @pytest.mark.parametrize("quiet", [(), (FIRST_WINDOW_FRAMES - CUT_SEARCH_FRAMES, 70, 120)], ids=["as-due", "early"])
-def test_the_next_window_is_ready_before_a_listener_has_played_what_came_before(ms_per_frame, quiet):
+@pytest.mark.parametrize("lead", [None, 6], ids=["model-lead", "lead-as-context"])
+def test_the_next_window_is_ready_before_a_listener_has_played_what_came_before(ms_per_frame, quiet, lead):
     """On a decoder as fast as planned for or faster (this machine: ~6 ms per 25 ms frame), a listener
     who starts at the first part and plays at real time never runs out, at every utterance length
-    from 1 to 25 s, also when the cuts move as early as they can (the shortest first part)."""
+    from 1 to 25 s, also when the cuts move as early as they can (the shortest first part), and when
+    the leading silence cut is decoded as the first window's context."""
     for frames in range(40, 1000):
         render, _, clock = renderer(ms_per_frame)
         started, received_ms = None, 0.0
-        for part in render.render(prediction(frames, quiet), windowed=True):
+        for part in render.render(prediction(frames, quiet, pad=20.0).lead(lead, context=True), windowed=True):
             if started is None:
                 started = clock.now
             else:
@@ -173,3 +176,29 @@ def test_the_leading_silence_is_cut_to_the_frames_kept_and_the_durations_still_a
     assert kept.inputs[ENERGY][0].tolist() == energy[0, 28:].tolist()
     assert whole.lead(None) is whole and whole.lead(20) is whole and whole.lead(30) is whole
     assert whole.lead(0).frames == 20 and whole.lead(0).durations[0] == 0.0
+
+
+def test_a_leading_silence_cut_in_windows_is_the_first_windows_context_and_is_not_played():
+    render, decoder, _ = renderer()
+    utterance = prediction(300, pad=20.0).lead(6, context=True)
+    assert (utterance.start, utterance.frames, utterance.durations[0]) == (14, 300, 6.0)
+    assert plan(utterance)[0] == (14, 14 + FIRST_WINDOW_FRAMES)
+    parts = list(render.render(utterance, windowed=True))
+    np.testing.assert_allclose(np.concatenate(parts), np.repeat(np.arange(14, 300, dtype=np.float32),
+                                                                SAMPLES_PER_FRAME), rtol=0, atol=1e-4)
+    assert parts[0].size == FIRST_WINDOW_FRAMES * SAMPLES_PER_FRAME - CROSSFADE_SAMPLES // 2, "no fade in before it"
+    first_start, first_end, offset = decoder.windows[0]
+    assert (first_start, first_end) == (0, 14 + FIRST_WINDOW_FRAMES + RIGHT_CONTEXT_FRAMES), "decoded from frame 0"
+    assert offset.shape == (1, 1, 1) and not offset.any(), "from frame 0, the model's own phase"
+    assert decoder.windows[1][0] == 14 + FIRST_WINDOW_FRAMES - LEFT_CONTEXT_FRAMES
+
+
+def test_a_short_utterance_in_windows_or_one_rendered_whole_does_not_decode_the_cut_silence():
+    for frames, windowed in ((14 + FIRST_WINDOW_FRAMES + MIN_WINDOW_FRAMES // 2 - 1, True), (300, False)):
+        render, decoder, _ = renderer()
+        (part,) = render.render(prediction(frames, pad=20.0).lead(6, context=True), windowed=windowed)
+        assert decoder.windows[0][:2] == (14, frames) and part.size == (frames - 14) * SAMPLES_PER_FRAME
+    kept = prediction(300, pad=20.0).lead(6)
+    assert kept.start == 0 and kept.frames == 286 and kept.played() is kept
+    context = prediction(300, pad=20.0).lead(6, context=True)
+    assert context.lead(6) is context and context.lead(0, context=True) is context, "a lead is cut once"

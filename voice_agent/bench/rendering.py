@@ -86,11 +86,32 @@ Rendered = tuple[np.ndarray, list[int], float]
 
 def _windowed(renderer: Any, feeds: dict[str, np.ndarray], shape: Shape) -> Rendered:
     started, parts, first_ms = time.perf_counter(), [], 0.0
-    for part in renderer.render(renderer.predict(feeds, trim=False), windowed=True, shape=shape):
+    for part in renderer.render(renderer.predict(feeds, windowed=True), windowed=True, shape=shape):
         if not parts:
             first_ms = (time.perf_counter() - started) * 1000
         parts.append(part)
     return np.concatenate(parts), [part.size for part in parts], first_ms
+
+
+def _decoded(renderer: Any, feeds: list[dict[str, np.ndarray]], trim: bool) -> tuple[list[np.ndarray], list[float]]:
+    """Each utterance rendered whole (``trim``: keeping ``LEAD_MS`` of the leading silence, as the
+    server renders it; else the model's own render) and the ms it took."""
+    audios, times = [], []
+    for fed in feeds:
+        started = time.perf_counter()
+        audios.append(renderer.decode(renderer.predict(fed, trim=trim)))
+        times.append((time.perf_counter() - started) * 1000)
+    return audios, times
+
+
+def onset_ms(audio: np.ndarray) -> float:
+    """Where speech starts in a render (first 10 ms at ``tts_protocol.SPEECH_DBFS``)."""
+    from tts_server.engine import float_to_pcm16
+
+    onset = speech_onset(float_to_pcm16(audio))
+    if onset is None:
+        raise AssertionError("a rendered sentence has no speech in it")
+    return onset * 1000 / SAMPLE_RATE
 
 
 def _joins(rendered: list[Rendered], wholes: list[np.ndarray]) -> dict[str, Any]:
@@ -106,35 +127,23 @@ def _joins(rendered: list[Rendered], wholes: list[np.ndarray]) -> dict[str, Any]
     return {"joins": len(flux), "flux_excess_db": summarize(flux), "step_over_typical": summarize(steps)}
 
 
-def _lead(renderer: Any, feeds: list[dict[str, np.ndarray]], models: list[np.ndarray],
+def _lead(wholes: list[np.ndarray], models: list[np.ndarray], model_ms: list[float],
           wer: Callable[[list[np.ndarray]], float]) -> dict[str, Any]:
-    """A request rendered whole keeps ``rendering.LEAD_MS`` of the model's leading silence: where
-    speech starts in it against the model's own render (``models``), the frames not decoded, the
-    time, what the recogniser hears."""
-    from tts_server.engine import float_to_pcm16
-
-    def onset_ms(audio: np.ndarray) -> float:
-        onset = speech_onset(float_to_pcm16(audio))
-        if onset is None:
-            raise AssertionError("a rendered sentence has no speech in it")
-        return onset * 1000 / SAMPLE_RATE
-
-    kept, decode_ms = [], []
-    for fed in feeds:
-        started = time.perf_counter()
-        kept.append(renderer.decode(renderer.predict(fed)))
-        decode_ms.append((time.perf_counter() - started) * 1000)
-    return {"kept_ms": LEAD_MS, "onset_ms": summarize([onset_ms(audio) for audio in kept]),
+    """Every request keeps ``rendering.LEAD_MS`` of the model's leading silence: where speech
+    starts in the renders whole (``wholes``) against the model's own (``models``, which took
+    ``model_ms``), the frames not decoded, what the recogniser hears of the model's."""
+    return {"kept_ms": LEAD_MS, "onset_ms": summarize([onset_ms(audio) for audio in wholes]),
             "model_onset_ms": summarize([onset_ms(audio) for audio in models]),
             "frames_not_decoded": summarize([(model.size - audio.size) / SAMPLES_PER_FRAME
-                                             for model, audio in zip(models, kept, strict=True)]),
-            "whole_ms": summarize(decode_ms), "wer": wer(kept)}
+                                             for model, audio in zip(models, wholes, strict=True)]),
+            "model_ms": summarize(model_ms), "model_wer": wer(models)}
 
 
 def seams(engine: Any, model: Any, sentences: list[str], shapes: tuple[Shape, ...] = ()) -> dict[str, Any]:
     """Each sentence rendered whole and in windows as the server renders a request a listener waits
-    for: time to the first part, the joins, what the recogniser hears of each. Then the same sentences
-    in each of ``shapes``: first part, distance to the whole render, word error rate."""
+    for: time to the first part and to the first speech in it, the joins, what the recogniser hears
+    of each; the leading silence against the model's. Then the same sentences in each of
+    ``shapes``: first part, distance to the whole render, word error rate."""
     from tts_server.engine import float_to_pcm16
     from voice_agent.bench.hearing import transcribe, word_errors, words
 
@@ -147,11 +156,8 @@ def seams(engine: Any, model: Any, sentences: list[str], shapes: tuple[Shape, ..
         return round(sum(word_errors(reference, words(transcribe(model, float_to_pcm16(audio))))
                          for audio, reference in zip(audios, references, strict=True)) / reference_words, 3)
 
-    whole_ms, wholes = [], []  # the model's one-shot render, leading silence and all (as the windows have it)
-    for fed in feeds:
-        started = time.perf_counter()
-        wholes.append(renderer.decode(renderer.predict(fed, trim=False)))
-        whole_ms.append((time.perf_counter() - started) * 1000)
+    wholes, whole_ms = _decoded(renderer, feeds, trim=True)
+    models, model_ms = _decoded(renderer, feeds, trim=False)
 
     def figures(name: str, shape: Shape, rendered: list[Rendered]) -> dict[str, Any]:
         distances = [distance_db(audio, whole) for (audio, _, _), whole in zip(rendered, wholes, strict=True)]
@@ -161,10 +167,12 @@ def seams(engine: Any, model: Any, sentences: list[str], shapes: tuple[Shape, ..
 
     rendered = [_windowed(renderer, fed, SHAPE) for fed in feeds]
     server = figures("server", SHAPE, rendered)
+    speech = {"windows": summarize([first + onset_ms(audio) for audio, _, first in rendered]),
+              "whole": summarize([ms + onset_ms(audio) for audio, ms in zip(wholes, whole_ms, strict=True)])}
     return {"sentences": len(sentences), "reference_words": reference_words,
-            "first_part_ms": server["first_part_ms"], "whole_ms": summarize(whole_ms),
+            "first_part_ms": server["first_part_ms"], "whole_ms": summarize(whole_ms), "first_speech_ms": speech,
             "windows": summarize([len(sizes) for _, sizes, _ in rendered]), **_joins(rendered, wholes),
-            "wer": {"whole": wer(wholes), "windows": server["wer"]}, "lead": _lead(renderer, feeds, wholes, wer),
+            "wer": {"whole": wer(wholes), "windows": server["wer"]}, "lead": _lead(wholes, models, model_ms, wer),
             "shapes": [server, *(figures(f"{shape.first} / {shape.left} / {shape.right}", shape,
                                          [_windowed(renderer, fed, shape) for fed in feeds]) for shape in shapes)]}
 
@@ -180,15 +188,18 @@ def markdown(results: dict[str, Any]) -> str:
              "| | in windows | whole |", "|---|---|---|",
              f"| first audio, p50 / p95 | {seam['first_part_ms']['p50']:,.0f} / {seam['first_part_ms']['p95']:,.0f} ms "
              f"| {seam['whole_ms']['p50']:,.0f} / {seam['whole_ms']['p95']:,.0f} ms |",
+             f"| first speech (first 10 ms at -45 dBFS), p50 | {seam['first_speech_ms']['windows']['p50']:,.0f} ms "
+             f"| {seam['first_speech_ms']['whole']['p50']:,.0f} ms |",
              f"| word error rate ({seam['reference_words']} words) | {seam['wer']['windows']} "
              f"| {seam['wer']['whole']} |",
              f"| windows per sentence, p50 | {seam['windows']['p50']:g} | 1 |", "",
-             f"Leading silence kept by a request rendered whole: {lead['kept_ms']} ms of the model's. Speech starts "
-             f"(first 10 ms at -45 dBFS) {lead['onset_ms']['p50']:,.0f} ms into it, p50 (max "
+             f"Leading silence kept by every request: {lead['kept_ms']} ms of the model's (in windows, the rest "
+             f"is decoded as the first window's context and not played). Speech starts "
+             f"(first 10 ms at -45 dBFS) {lead['onset_ms']['p50']:,.0f} ms into a render whole, p50 (max "
              f"{lead['onset_ms']['max']:,.0f}); {lead['model_onset_ms']['p50']:,.0f} ms into the model's own render "
              f"(max {lead['model_onset_ms']['max']:,.0f}), whose {lead['frames_not_decoded']['p50']:g} frames more "
-             f"(p50) take it from {lead['whole_ms']['p50']:,.0f} to {seam['whole_ms']['p50']:,.0f} ms, p50; "
-             f"word error rate {lead['wer']} with the lead kept, {seam['wer']['whole']} with the model's.", "",
+             f"(p50) take it from {seam['whole_ms']['p50']:,.0f} to {lead['model_ms']['p50']:,.0f} ms, p50; "
+             f"word error rate {seam['wer']['whole']} with the lead kept, {lead['model_wer']} with the model's.", "",
              f"At the joins: spectral flux above the whole render's at the same place p50 "
              f"{seam['flux_excess_db']['p50']:+.1f} dB, p95 {seam['flux_excess_db']['p95']:+.1f} dB; the sample step "
              f"across a join over the typical step there p50 {seam['step_over_typical']['p50']:.2f}, "
