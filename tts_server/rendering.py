@@ -80,7 +80,7 @@ whole, the frames before it are not decoded (word error rate 0.042, against 0.06
 silence; Kokoro-FastAPI trims the same silence and pads 50 ms). Rendered in windows, they are decoded
 as the first window's context and not played (:meth:`Prediction.lead` with ``context``): a first
 window normalised over speech alone is heard worse. On 147 Harvard sentences held out from those
-(lists 11-25, 1,158 words; an exploration run of 2026-12-03): windows with the model's silence
+(``bench.harvard.HELD_OUT``, 1,158 words; an exploration run of 2026-12-03): windows with the model's silence
 0.065, with 150 ms of it and the rest decoded as context 0.068, with the rest not decoded at all
 0.090 (0.099 with a first window of 36 frames); rendered whole, 0.059 with the model's silence and
 0.067 with 150 ms. Decoding those 12-14 frames costs ~55 ms before the first audio; the first speech

@@ -9,6 +9,7 @@ import pytest
 from tests.support.cli import run_cli
 from voice_agent.bench import agent as bench_agent
 from voice_agent.bench import capacity, encoding, engine, overhead, reliability, timings, voices
+from voice_agent.bench import rendering as bench_rendering
 from voice_agent.bench.chunker import QUICK_CASES
 
 
@@ -209,8 +210,19 @@ def test_the_engine_benchmark_runs_each_candidate_in_its_own_process(tmp_path):
     # in windows, the first speech is heard within the lead kept after the first part
     speech = seams["first_speech_ms"]["windows"]
     assert seams["first_part_ms"]["p50"] < speech["p50"] <= seams["first_part_ms"]["max"] + lead["kept_ms"] + 25
+    held_out = rendering["lead"]
+    assert held_out["sentences"] == engine.QUICK_HELD_OUT and held_out["reference_words"] > 0
+    variants = held_out["variants"]
+    assert list(variants) == list(bench_rendering.LEAD_VARIANTS)
+    server, model_lead = variants["in windows, the rest decoded as context (the server)"], \
+        variants["in windows, the model's silence"]
+    # the first speech comes sooner with 150 ms kept than with the model's 430 ms, though the first
+    # part decodes the cut silence too (~55 ms here)
+    assert server["first_speech_ms"]["p50"] < model_lead["first_speech_ms"]["p50"]
+    assert all(f["first_part_ms"]["p50"] < f["first_speech_ms"]["p50"] and 0 <= f["wer"] for f in variants.values())
     assert all(len(digest) == 64 for digest in rendering["digests"].values())
     report = (tmp_path / "engine.md").read_text()
     assert "| candidate |" in report and "pause at the cut" in report and "decoder's share" in report
     assert "| 36 / 30 / 30 |" in report, "the other window shapes are reported"
     assert "Leading silence kept by every request: 150 ms" in report and "| first speech" in report
+    assert "| in windows, the rest not decoded |" in report

@@ -138,6 +138,8 @@ def markdown(results: dict[str, Any]) -> str:
 
 QUICK_PHRASING_SENTENCES = 6
 """With ``quick``: the Harvard sentences the shorter-first-chunk lever is tried on (the first ones)."""
+QUICK_HELD_OUT = 3
+"""With ``quick``: the held-out Harvard sentences the leading silence's renderings are compared on."""
 
 
 def main(out_dir: Path, trials: int = 3, quick: bool = False) -> dict[str, Any]:
@@ -154,7 +156,8 @@ def main(out_dir: Path, trials: int = 3, quick: bool = False) -> dict[str, Any]:
     model = recogniser()
     results["rendering"] = rendering.measure(today, model, {str(count): first_words(count) for count in counts},
                                              sentences, 1 if quick else trials,
-                                             rendering.SHAPES[:1] if quick else rendering.SHAPES)
+                                             rendering.SHAPES[:1] if quick else rendering.SHAPES,
+                                             harvard.HELD_OUT[:QUICK_HELD_OUT] if quick else harvard.HELD_OUT)
     results["shorter_first_chunk"] = phrasing.measure(today, model, sentences)
     reports = [markdown(results), rendering.markdown(results["rendering"]),
                phrasing.markdown(results["shorter_first_chunk"])]

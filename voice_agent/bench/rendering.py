@@ -84,13 +84,54 @@ Rendered = tuple[np.ndarray, list[int], float]
 """An utterance rendered in windows: its audio, its parts' sizes, ms to its first part."""
 
 
-def _windowed(renderer: Any, feeds: dict[str, np.ndarray], shape: Shape) -> Rendered:
+def _windowed(renderer: Any, feeds: dict[str, np.ndarray], shape: Shape = SHAPE, *, trim: bool = True,
+              context: bool = True, windowed: bool = True) -> Rendered:
+    """Predicted and rendered as ``Renderer.predict`` (``trim``, ``context`` as its ``windowed``) and
+    ``Renderer.render`` (``windowed``) have it; the server's way by default."""
     started, parts, first_ms = time.perf_counter(), [], 0.0
-    for part in renderer.render(renderer.predict(feeds, windowed=True), windowed=True, shape=shape):
+    for part in renderer.render(renderer.predict(feeds, trim=trim, windowed=context), windowed=windowed, shape=shape):
         if not parts:
             first_ms = (time.perf_counter() - started) * 1000
         parts.append(part)
     return np.concatenate(parts), [part.size for part in parts], first_ms
+
+
+LEAD_VARIANTS = {"in windows, the rest decoded as context (the server)": (True, True, True),
+                 "in windows, the model's silence": (False, False, True),
+                 "in windows, the rest not decoded": (True, False, True),
+                 "whole, 150 ms (the server)": (True, False, False),
+                 "whole, the model's silence": (False, False, False)}
+"""Where the leading silence goes: ``_windowed``'s ``trim``, ``context``, ``windowed``."""
+
+
+def _heard(model: Any, references: list[list[str]]) -> Callable[[list[np.ndarray]], float]:
+    """The word error rate the recogniser ``model`` hears in renders of ``references``."""
+    from tts_server.engine import float_to_pcm16
+    from voice_agent.bench.hearing import transcribe, word_errors, words
+
+    total = sum(map(len, references))
+
+    def wer(audios: list[np.ndarray]) -> float:
+        return round(sum(word_errors(reference, words(transcribe(model, float_to_pcm16(audio))))
+                         for audio, reference in zip(audios, references, strict=True)) / total, 3)
+    return wer
+
+
+def lead_variants(engine: Any, model: Any, sentences: list[str]) -> dict[str, Any]:
+    """Each of ``LEAD_VARIANTS`` on ``sentences`` (held out from those the choice was made on): the
+    first part's time from the phonemes, the first speech's (the first part, then where speech starts
+    in the audio, played at real time), what the recogniser hears."""
+    from voice_agent.bench.hearing import words
+
+    feeds = [engine.feeds(engine.phonemize(sentence)[0].phonemes, engine.default_voice) for sentence in sentences]
+    references = [words(sentence) for sentence in sentences]
+    wer, variants = _heard(model, references), {}
+    for name, (trim, context, windowed) in LEAD_VARIANTS.items():
+        rendered = [_windowed(engine.renderer, fed, trim=trim, context=context, windowed=windowed) for fed in feeds]
+        variants[name] = {"first_part_ms": summarize([first for _, _, first in rendered]),
+                          "first_speech_ms": summarize([first + onset_ms(audio) for audio, _, first in rendered]),
+                          "wer": wer([audio for audio, _, _ in rendered])}
+    return {"sentences": len(sentences), "reference_words": sum(map(len, references)), "variants": variants}
 
 
 def _decoded(renderer: Any, feeds: list[dict[str, np.ndarray]], trim: bool) -> tuple[list[np.ndarray], list[float]]:
@@ -144,17 +185,12 @@ def seams(engine: Any, model: Any, sentences: list[str], shapes: tuple[Shape, ..
     for: time to the first part and to the first speech in it, the joins, what the recogniser hears
     of each; the leading silence against the model's. Then the same sentences in each of
     ``shapes``: first part, distance to the whole render, word error rate."""
-    from tts_server.engine import float_to_pcm16
-    from voice_agent.bench.hearing import transcribe, word_errors, words
+    from voice_agent.bench.hearing import words
 
     renderer = engine.renderer
     feeds = [engine.feeds(engine.phonemize(sentence)[0].phonemes, engine.default_voice) for sentence in sentences]
     references = [words(sentence) for sentence in sentences]
-    reference_words = sum(map(len, references))
-
-    def wer(audios: list[np.ndarray]) -> float:
-        return round(sum(word_errors(reference, words(transcribe(model, float_to_pcm16(audio))))
-                         for audio, reference in zip(audios, references, strict=True)) / reference_words, 3)
+    reference_words, wer = sum(map(len, references)), _heard(model, references)
 
     wholes, whole_ms = _decoded(renderer, feeds, trim=True)
     models, model_ms = _decoded(renderer, feeds, trim=False)
@@ -210,14 +246,23 @@ def markdown(results: dict[str, Any]) -> str:
                  "| shape | first audio, p50 | distance to the whole render | word error rate |", "|---|---|---|---|"]
         rows += [f"| {shape['shape']} | {shape['first_part_ms']['p50']:,.0f} ms | {shape['distance_db']:.2f} dB "
                  f"| {shape['wer']} |" for shape in seam["shapes"]]
+    if results.get("lead"):
+        lead = results["lead"]
+        rows += ["", f"Where the leading silence goes, on {lead['sentences']} Harvard sentences held out from those "
+                     f"above ({lead['reference_words']} words); first audio and first speech from the phonemes, "
+                     "speech played from the first audio at real time:", "",
+                 "| rendering | first audio, p50 | first speech, p50 | word error rate |", "|---|---|---|---|"]
+        rows += [f"| {name} | {f['first_part_ms']['p50']:,.0f} ms | {f['first_speech_ms']['p50']:,.0f} ms "
+                 f"| {f['wer']} |" for name, f in lead["variants"].items()]
     return "\n".join(["Where the time goes (the model split at its decoder's inputs; digests: " +
                       ", ".join(f"`{name}` {digest[:12]}..." for name, digest in results["digests"].items()) + "):",
                       "", *rows])
 
 
 def measure(engine: Any, model: Any, texts: dict[str, str], sentences: list[str], trials: int,
-            shapes: tuple[Shape, ...] = SHAPES) -> dict[str, Any]:
+            shapes: tuple[Shape, ...] = SHAPES, held_out: list[str] | None = None) -> dict[str, Any]:
     from tts_server.model_files import model_path, split_at_decoder
 
     return {"digests": {path.name: file_digest(path) for path in split_at_decoder(model_path())},
-            "split": time_split(engine, texts, trials), "seams": seams(engine, model, sentences, shapes)}
+            "split": time_split(engine, texts, trials), "seams": seams(engine, model, sentences, shapes),
+            "lead": lead_variants(engine, model, held_out) if held_out else None}
