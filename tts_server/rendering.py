@@ -75,16 +75,16 @@ before it 18-20 frames (0.45-0.5 s, measured on this project's sentences), rende
 (below -70 dBFS) until 3-5 frames before the first phoneme, where its onset starts. Rendered
 sentence by sentence, that silence would come before every sentence, on top of the pause the
 sentence before it ends with, and before the answer's first speech. 150 ms keeps the onset whole
-(``bench engine``, 50 Harvard sentences: speech starts 125 ms in, p50, max 160, against 430). Rendered
-whole, the frames before it are not decoded (word error rate 0.042, against 0.060 with the model's
-silence; Kokoro-FastAPI trims the same silence and pads 50 ms). Rendered in windows, they are decoded
-as the first window's context and not played (:meth:`Prediction.lead` with ``context``): a first
-window normalised over speech alone is heard worse. On 147 Harvard sentences held out from those
-(``bench.harvard.HELD_OUT``, 1,158 words; an exploration run of 2026-12-03): windows with the model's silence
-0.065, with 150 ms of it and the rest decoded as context 0.068, with the rest not decoded at all
-0.090 (0.099 with a first window of 36 frames); rendered whole, 0.059 with the model's silence and
-0.067 with 150 ms. Decoding those 12-14 frames costs ~55 ms before the first audio; the first speech
-comes ~260 ms sooner (409 against 667 ms p50 from the text's phonemes)."""
+(``bench engine``, 50 Harvard sentences: speech starts 125 ms in, p50, max 160, against 430).
+Rendered whole, the frames before it are not decoded (word error rate 0.042, against 0.060 with the
+model's silence; Kokoro-FastAPI trims the same silence and pads 50 ms). Rendered in windows, they are
+decoded as the first window's context and not played (:meth:`Prediction.lead` with ``context``): a
+first window normalised over speech alone is heard worse. ``bench engine`` on 147 Harvard sentences
+held out from those (``bench.harvard.HELD_OUT``, 1,158 words), 2026-12-03: word error rate 0.068 so,
+0.065 playing the model's silence, 0.090 with the frames not decoded at all (0.099 with a first window
+of 36 frames, an exploration run); whole, 0.066 with 150 ms and 0.059 with the model's silence.
+Decoding those 12-14 frames costs 55-75 ms before the first audio; the first speech comes ~240 ms
+sooner (501 against 742 ms p50 from the phonemes)."""
 
 FEATURES, PITCH, ENERGY = PREDICTION_OUTPUTS
 FRAME_MS = SAMPLES_PER_FRAME * 1000 / SAMPLE_RATE
@@ -198,11 +198,10 @@ def next_window(remaining: int, budget_ms: float, ms_per_frame: float, shortest:
 
 def plan(prediction: Prediction, ms_per_frame: float = PLANNED_MS_PER_FRAME,
          shape: Shape = SHAPE) -> list[tuple[int, int]]:
-    """The windows ``(start, end)`` an utterance is rendered in: the first ``shape.first`` frames
-    from ``prediction.start``,
-    then each as long as a decoder of ``ms_per_frame`` decodes in ``HEADROOM`` of the audio not yet
-    played, every cut moved to the quietest frame up to ``CUT_SEARCH_FRAMES`` before it is due. One
-    window when the utterance is too short to be worth cutting."""
+    """The windows ``(start, end)`` an utterance is rendered in: the first ``shape.first`` frames from
+    ``prediction.start``, then each as long as a decoder of ``ms_per_frame`` decodes in ``HEADROOM``
+    of the audio not yet played, every cut moved to the quietest frame up to ``CUT_SEARCH_FRAMES``
+    before it is due. One window when the utterance is too short to be worth cutting."""
     frames, shortest = prediction.frames, shortest_window(ms_per_frame, shape)
     if frames - prediction.start < shape.first + MIN_WINDOW_FRAMES // 2:
         return [(prediction.start, frames)]
