@@ -81,13 +81,14 @@ def distance_db(audio: np.ndarray, whole: np.ndarray) -> float:
 
 
 Rendered = tuple[np.ndarray, list[int], float]
-"""An utterance rendered in windows: its audio, its parts' sizes, ms to its first part."""
+"""An utterance rendered: its audio, its parts' sizes, ms to its first part."""
 
 
-def _windowed(renderer: Any, feeds: dict[str, np.ndarray], shape: Shape = SHAPE, *, trim: bool = True,
+def _rendered(renderer: Any, feeds: dict[str, np.ndarray], shape: Shape = SHAPE, *, trim: bool = True,
               context: bool = True, windowed: bool = True) -> Rendered:
-    """Predicted and rendered as ``Renderer.predict`` (``trim``, ``context`` as its ``windowed``) and
-    ``Renderer.render`` (``windowed``) have it; the server's way by default."""
+    """One utterance predicted (``trim``: keeping ``LEAD_MS`` of its leading silence; ``context``:
+    the rest decoded as context) and rendered (``windowed``: in windows of ``shape``); by default as
+    the server renders a request a listener waits for."""
     started, parts, first_ms = time.perf_counter(), [], 0.0
     for part in renderer.render(renderer.predict(feeds, trim=trim, windowed=context), windowed=windowed, shape=shape):
         if not parts:
@@ -101,7 +102,7 @@ LEAD_VARIANTS = {"in windows, the rest decoded as context (the server)": (True, 
                  "in windows, the rest not decoded": (True, False, True),
                  "whole, 150 ms (the server)": (True, False, False),
                  "whole, the model's silence": (False, False, False)}
-"""Where the leading silence goes: ``_windowed``'s ``trim``, ``context``, ``windowed``."""
+"""Where the leading silence goes: ``_rendered``'s ``trim``, ``context``, ``windowed``."""
 
 
 def _heard(model: Any, references: list[list[str]]) -> Callable[[list[np.ndarray]], float]:
@@ -127,7 +128,7 @@ def lead_variants(engine: Any, model: Any, sentences: list[str]) -> dict[str, An
     references = [words(sentence) for sentence in sentences]
     wer, variants = _heard(model, references), {}
     for name, (trim, context, windowed) in LEAD_VARIANTS.items():
-        rendered = [_windowed(engine.renderer, fed, trim=trim, context=context, windowed=windowed) for fed in feeds]
+        rendered = [_rendered(engine.renderer, fed, trim=trim, context=context, windowed=windowed) for fed in feeds]
         variants[name] = {"first_part_ms": summarize([first for _, _, first in rendered]),
                           "first_speech_ms": summarize([first + onset_ms(audio) for audio, _, first in rendered]),
                           "wer": wer([audio for audio, _, _ in rendered])}
@@ -201,7 +202,7 @@ def seams(engine: Any, model: Any, sentences: list[str], shapes: tuple[Shape, ..
                 "first_part_ms": summarize([first for _, _, first in rendered]),
                 "distance_db": round(float(np.mean(distances)), 2), "wer": wer([audio for audio, _, _ in rendered])}
 
-    rendered = [_windowed(renderer, fed, SHAPE) for fed in feeds]
+    rendered = [_rendered(renderer, fed, SHAPE) for fed in feeds]
     server = figures("server", SHAPE, rendered)
     speech = {"windows": summarize([first + onset_ms(audio) for audio, _, first in rendered]),
               "whole": summarize([ms + onset_ms(audio) for audio, ms in zip(wholes, whole_ms, strict=True)])}
@@ -210,7 +211,7 @@ def seams(engine: Any, model: Any, sentences: list[str], shapes: tuple[Shape, ..
             "windows": summarize([len(sizes) for _, sizes, _ in rendered]), **_joins(rendered, wholes),
             "wer": {"whole": wer(wholes), "windows": server["wer"]}, "lead": _lead(wholes, models, model_ms, wer),
             "shapes": [server, *(figures(f"{shape.first} / {shape.left} / {shape.right}", shape,
-                                         [_windowed(renderer, fed, shape) for fed in feeds]) for shape in shapes)]}
+                                         [_rendered(renderer, fed, shape) for fed in feeds]) for shape in shapes)]}
 
 
 def markdown(results: dict[str, Any]) -> str:
