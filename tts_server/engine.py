@@ -123,7 +123,7 @@ class KokoroEngine:
         providers = _providers()
         self._session: ort.InferenceSession | None = None
         self.lead_frames = lead_frames(lead_ms)
-        """Frames of the model's leading silence an utterance rendered whole keeps (None: all of it)."""
+        """Frames of the model's leading silence an utterance keeps (None: all of it)."""
         self.renderer: Renderer | None = None
         """The model split at its decoder, which can render an utterance in windows; None for a
         model that cannot be split (another export), served whole."""

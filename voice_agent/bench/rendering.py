@@ -135,17 +135,6 @@ def lead_variants(engine: Any, model: Any, sentences: list[str]) -> dict[str, An
     return {"sentences": len(sentences), "reference_words": sum(map(len, references)), "variants": variants}
 
 
-def _decoded(renderer: Any, feeds: list[dict[str, np.ndarray]], trim: bool) -> tuple[list[np.ndarray], list[float]]:
-    """Each utterance rendered whole (``trim``: keeping ``LEAD_MS`` of the leading silence, as the
-    server renders it; else the model's own render) and the ms it took."""
-    audios, times = [], []
-    for fed in feeds:
-        started = time.perf_counter()
-        audios.append(renderer.decode(renderer.predict(fed, trim=trim)))
-        times.append((time.perf_counter() - started) * 1000)
-    return audios, times
-
-
 def onset_ms(audio: np.ndarray) -> float:
     """Where speech starts in a render (first 10 ms at ``tts_protocol.SPEECH_DBFS``)."""
     from tts_server.engine import float_to_pcm16
@@ -193,8 +182,11 @@ def seams(engine: Any, model: Any, sentences: list[str], shapes: tuple[Shape, ..
     references = [words(sentence) for sentence in sentences]
     reference_words, wer = sum(map(len, references)), _heard(model, references)
 
-    wholes, whole_ms = _decoded(renderer, feeds, trim=True)
-    models, model_ms = _decoded(renderer, feeds, trim=False)
+    def rendered_whole(trim: bool) -> tuple[Any, ...]:  # audios, sizes, ms; the server's or the model's
+        return tuple(zip(*(_rendered(renderer, fed, trim=trim, context=False, windowed=False) for fed in feeds),
+                         strict=True))
+
+    (wholes, _, whole_ms), (models, _, model_ms) = rendered_whole(True), rendered_whole(False)
 
     def figures(name: str, shape: Shape, rendered: list[Rendered]) -> dict[str, Any]:
         distances = [distance_db(audio, whole) for (audio, _, _), whole in zip(rendered, wholes, strict=True)]
