@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 from settings_table import configure_logging, described, flag
-from tts_server.settings import ServerSettings, lead
+from tts_server.settings import DEFAULT_VOICE, ServerSettings, lead
 
 SERVER_OPTIONS = {"voices_path": ("--voices", Path), "default_voice": ("--default-voice", str),
                   "threads": ("--threads", int), "max_sessions": ("--max-sessions", int),
                   "idle_timeout": ("--idle-timeout", float), "windows": ("--windows", flag),
-                  "lead_ms": ("--lead-ms", lead)}
+                  "lead_ms": ("--lead-ms", lead), "static_decoder": ("--static-decoder", flag)}
 PORT = 8080
 """The port SageMaker sends the container's traffic to."""
 
@@ -51,6 +51,7 @@ def add_serve_command(commands: argparse._SubParsersAction, name: str, help_text
 
 
 def _prepare_model(args: argparse.Namespace) -> int:
+    from tts_server.engine import load_voices
     from tts_server.model_files import (
         ModelFileError,
         NoDurations,
@@ -65,6 +66,11 @@ def _prepare_model(args: argparse.Namespace) -> int:
         print(f"model ready: {timed}")
         parts = ", ".join(path.name for path in split_at_decoder(timed))
         print(f"split at its decoder (to render in windows): {parts}")
+        if ServerSettings.from_env().static_decoder:
+            from tts_server.engine import KokoroEngine
+
+            engine = KokoroEngine(timed, load_voices(), default_voice=DEFAULT_VOICE, static_decoder=True)
+            print(f"decoder: {engine.decoder_path.name if engine.decoder_path else 'not split'}")
         for kind in ("model", "voices"):
             url, digest = getattr(args, f"{kind}_url"), getattr(args, f"{kind}_sha256")
             if url:

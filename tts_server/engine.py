@@ -26,6 +26,8 @@ from tts_server.g2p import EnglishG2P, readable_text
 from tts_server.model_files import DURATIONS_OUTPUT, SAMPLES_PER_FRAME, ModelFileError, model_path, split_at_decoder
 from tts_server.rendering import FRAME_MS, LEAD_MS, Renderer, lead_cut, lead_frames
 from tts_server.settings import DEFAULT_VOICE
+from tts_server.static_decoder import CALIBRATION_TEXT, CALIBRATION_VOICE, NotQuantizable, static_path
+from tts_server.static_decoder import prepare as prepare_static
 from tts_server.word_timing import Piece, spans, word_owners, word_times
 
 log = logging.getLogger(__name__)
@@ -78,6 +80,13 @@ def split_phonemes(phonemes: str, limit: int = MAX_PHONEMES) -> list[str]:
     return [piece for piece in pieces if piece.strip()]
 
 
+def model_inputs(ids: list[int], pack: np.ndarray, speed: float = 1.0) -> dict[str, np.ndarray]:
+    """The model's inputs for phoneme ids in a voice's style pack."""
+    return {"tokens": np.array([[0, *ids, 0]], dtype=np.int64),
+            "style": pack[min(len(ids), len(pack)) - 1].reshape(1, STYLE_DIM),
+            "speed": np.array([speed], dtype=np.float32)}
+
+
 def _providers() -> list[str]:
     """CUDA first when this ONNX Runtime build has it (the GPU image's onnxruntime-gpu), then CPU.
     ONNX Runtime falls back to CPU by itself when no GPU is visible; the engine logs what it got."""
@@ -118,28 +127,9 @@ class KokoroEngine:
 
     def __init__(self, model_path: Path, voices: dict[str, np.ndarray], *, threads: int | None = None,
                  default_voice: str = DEFAULT_VOICE, options: ort.SessionOptions | None = None,
-                 lead_ms: int | None = LEAD_MS) -> None:
+                 lead_ms: int | None = LEAD_MS, static_decoder: bool = True) -> None:
         options = options or session_options(threads)
         providers = _providers()
-        self._session: ort.InferenceSession | None = None
-        self.lead_frames = lead_frames(lead_ms)
-        """Frames of the model's leading silence an utterance keeps (None: all of it)."""
-        self.renderer: Renderer | None = None
-        """The model split at its decoder, which can render an utterance in windows; None for a
-        model that cannot be split (another export), served whole."""
-        try:
-            self.renderer = Renderer(*(ort.InferenceSession(str(path), sess_options=options, providers=providers)
-                                       for path in split_at_decoder(model_path)), lead_frames=self.lead_frames)
-        except (ModelFileError, ValueError) as exc:  # onnx's extractor raises ValueError for a missing tensor
-            log.warning("engine: %s cannot be split at its decoder (%s); serving it whole, without windows",
-                        model_path.name, exc)
-            self._session = ort.InferenceSession(str(model_path), sess_options=options, providers=providers)
-        first = self._session or self.renderer.decoder  # type: ignore[union-attr]
-        self.provider = first.get_providers()[0]
-        self._options = first.get_session_options()
-        self.timed = self.renderer is not None or DURATIONS_OUTPUT in {
-            output.name for output in self._session.get_outputs()}  # type: ignore[union-attr]
-        """The model reports its durations: each synthesis says when each word is spoken."""
         vocab = json.loads((_PACKAGED_DATA / "vocab.json").read_text(encoding="utf-8"))["vocab"]
         self._vocab: dict[str, int] = vocab
         self._g2p = EnglishG2P()
@@ -147,18 +137,69 @@ class KokoroEngine:
         if default_voice not in voices:
             raise UnknownVoiceError(f"default voice {default_voice!r} is not in the voices file")
         self.default_voice = default_voice
+        self._session: ort.InferenceSession | None = None
+        self.lead_frames = lead_frames(lead_ms)
+        """Frames of the model's leading silence an utterance keeps (None: all of it)."""
+        self.renderer: Renderer | None = None
+        """The model split at its decoder, which can render an utterance in windows; None for a
+        model that cannot be split (another export), served whole."""
+        self.decoder_path: Path | None = None
+        """The decoder the renderer runs: the split model's, or its statically quantized form."""
+        try:
+            prediction, decoder, phase = split_at_decoder(model_path)
+        except (ModelFileError, ValueError) as exc:  # onnx's extractor raises ValueError for a missing tensor
+            log.warning("engine: %s cannot be split at its decoder (%s); serving it whole, without windows",
+                        model_path.name, exc)
+            self._session = ort.InferenceSession(str(model_path), sess_options=options, providers=providers)
+        else:
+            sessions = [ort.InferenceSession(str(path), sess_options=options, providers=providers)
+                        for path in (prediction, phase)]
+            # The static form is measured on CPUs; a GPU runs the model's decoder (the image's float model).
+            static = static_decoder and providers[0] == "CPUExecutionProvider"
+            self.decoder_path = self._static(decoder, *sessions) if static else decoder
+            self.renderer = Renderer(sessions[0], ort.InferenceSession(
+                str(self.decoder_path), sess_options=options, providers=providers), sessions[1],
+                lead_frames=self.lead_frames)
+        first = self._session or self.renderer.decoder  # type: ignore[union-attr]
+        self.provider = first.get_providers()[0]
+        self._options = first.get_session_options()
+        self.timed = self.renderer is not None or DURATIONS_OUTPUT in {
+            output.name for output in self._session.get_outputs()}  # type: ignore[union-attr]
+        """The model reports its durations: each synthesis says when each word is spoken."""
         log.info("engine: %s on %s (available: %s), %d threads, %d voices (default %s), word timings %s, %s, "
-                 "leading silence %s", model_path.name, self.provider, ", ".join(ort.get_available_providers()),
-                 options.intra_op_num_threads, len(voices), default_voice, "on" if self.timed else "off",
+                 "leading silence %s, decoder %s", model_path.name, self.provider,
+                 ", ".join(ort.get_available_providers()), options.intra_op_num_threads, len(voices), default_voice,
+                 "on" if self.timed else "off",
                  "rendered in windows when a request asks" if self.renderer else "rendered whole",
-                 "the model's" if lead_ms is None else f"at most {self.lead_frames * FRAME_MS:g} ms")
+                 "the model's" if lead_ms is None else f"at most {self.lead_frames * FRAME_MS:g} ms",
+                 self.decoder_path.name if self.decoder_path else "not split")
+
+    def _static(self, decoder: Path, prediction: ort.InferenceSession, phase: ort.InferenceSession) -> Path:
+        """The decoder quantized statically (``tts_server.static_decoder``), prepared once: its ranges
+        measured on the inputs the renderer gives it for the calibration text in the calibration
+        voice. The decoder as it is where that cannot be (another export, a cache not writable)."""
+        renderer = Renderer(prediction, None, phase, lead_frames=self.lead_frames)
+        style = load_voices()[CALIBRATION_VOICE]
+
+        def calibration() -> Iterator[dict[str, np.ndarray]]:
+            for text in CALIBRATION_TEXT:
+                for phonemes in split_phonemes(self._known(self._g2p(text))):
+                    feeds = model_inputs([self._vocab[symbol] for symbol in phonemes], style)
+                    for windowed in (True, False):
+                        prediction = renderer.predict(feeds, windowed=windowed)  # type: ignore[arg-type]
+                        yield from (inputs for *_, inputs in renderer.windows(prediction, windowed=windowed))
+        try:
+            return prepare_static(decoder, static_path(decoder), calibration)
+        except (NotQuantizable, OSError) as exc:
+            log.warning("engine: the decoder cannot be quantized statically (%s); it runs as the model has it", exc)
+            return decoder
 
     @classmethod
     def load(cls, voices_path: str | Path | None = None, *, threads: int | None = None,
              default_voice: str = DEFAULT_VOICE, options: ort.SessionOptions | None = None,
-             lead_ms: int | None = LEAD_MS) -> KokoroEngine:
+             lead_ms: int | None = LEAD_MS, static_decoder: bool = True) -> KokoroEngine:
         return cls(model_path(), load_voices(voices_path), threads=threads, default_voice=default_voice,
-                   options=options, lead_ms=lead_ms)
+                   options=options, lead_ms=lead_ms, static_decoder=static_decoder)
 
     @property
     def options(self) -> ort.SessionOptions:
@@ -194,10 +235,7 @@ class KokoroEngine:
         ids = [self._vocab[symbol] for symbol in phonemes if symbol in self._vocab][:MAX_PHONEMES]
         if not ids:
             return None
-        pack = self.voices[self.resolve_voice(voice)]
-        return {"tokens": np.array([[0, *ids, 0]], dtype=np.int64),
-                "style": pack[min(len(ids), len(pack)) - 1].reshape(1, STYLE_DIM),
-                "speed": np.array([speed], dtype=np.float32)}
+        return model_inputs(ids, self.voices[self.resolve_voice(voice)], speed)
 
     def infer(self, phonemes: str, voice: str, speed: float = 1.0) -> tuple[bytes, list[float] | None]:
         """Synthesize one phoneme piece: PCM16 little-endian mono at 24 kHz, and the frames each

@@ -249,20 +249,32 @@ class Renderer:
         end = prediction.frames if end is None else end
         return self._decoder.run(["audio"], prediction.window(start, end, phase))[0].ravel()  # type: ignore[attr-defined]
 
+    def windows(self, prediction: Prediction, *, windowed: bool,
+                shape: Shape = SHAPE) -> Iterator[tuple[int, int, int, dict[str, np.ndarray]]]:
+        """What :meth:`render` decodes, in order: each window's ``(start, end, low)`` (its frames,
+        and the first frame decoded with its context) and the decoder's inputs for it."""
+        windows = plan(prediction, shape=shape) if windowed else [(prediction.start, prediction.frames)]
+        if len(windows) == 1:
+            played = prediction.played()
+            yield prediction.start, prediction.frames, prediction.start, played.window(0, played.frames, None)
+            return
+        frames = prediction.frames
+        phase = self._phase.run(None, {PITCH: prediction.inputs[PITCH]})[0]  # type: ignore[attr-defined]
+        for start, end in windows:
+            low, high = max(0, start - shape.left), min(frames, end + shape.right)
+            yield start, end, low, prediction.window(low, high, phase)
+
     def render(self, prediction: Prediction, *, windowed: bool, shape: Shape = SHAPE) -> Iterator[np.ndarray]:
         """The utterance's float32 audio: whole in one part, or (``windowed``) window by window as
         :func:`plan` has it, each part as soon as it is decoded. The parts joined are ``(frames -
         start) x SAMPLES_PER_FRAME`` samples."""
-        windows = plan(prediction, shape=shape) if windowed else [(prediction.start, prediction.frames)]
-        if len(windows) == 1:
-            yield self.decode(prediction.played())
-            return
         frames, first, half = prediction.frames, prediction.start, CROSSFADE_SAMPLES // 2
-        phase = self._phase.run(None, {PITCH: prediction.inputs[PITCH]})[0]  # type: ignore[attr-defined]
         tail = np.zeros(0, dtype=np.float32)
-        for start, end in windows:
-            low, high = max(0, start - shape.left), min(frames, end + shape.right)
-            audio = self.decode(prediction, low, high, phase)
+        for start, end, low, feeds in self.windows(prediction, windowed=windowed, shape=shape):
+            audio = self._decoder.run(["audio"], feeds)[0].ravel()  # type: ignore[attr-defined]
+            if start == first and end == frames:
+                yield audio
+                return
             # Keep [start - half, end + half) of this window (no overlap before the first or after the last).
             keep = audio[(start - low) * SAMPLES_PER_FRAME - (half if start > first else 0):
                          (end - low) * SAMPLES_PER_FRAME + (half if end < frames else 0)]

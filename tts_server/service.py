@@ -78,7 +78,7 @@ class Synthesis:
 
 def load_kokoro(settings: ServerSettings) -> Engine:
     return KokoroEngine.load(settings.voices_path, threads=settings.threads, default_voice=settings.default_voice,
-                             lead_ms=settings.lead_ms)
+                             lead_ms=settings.lead_ms, static_decoder=settings.static_decoder)
 
 
 class TTSService:

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from tests.support.cli import run_cli
+from tts_server.static_decoder import STATIC_SUFFIX
 from voice_agent.bench import agent as bench_agent
 from voice_agent.bench import capacity, encoding, engine, overhead, reliability, timings, voices
 from voice_agent.bench import rendering as bench_rendering
@@ -73,6 +74,7 @@ def test_the_capacity_benchmark_runs_once_and_writes_results(tmp_path):
     assert all(level["audio_seconds_per_second"] > 0 for level in results["levels"].values())
     assert results["saturates_at"] in capacity.QUICK_LEVELS
     assert set(results["whole"]["levels"]) == set(results["levels"]), "the whole-render server, side by side"
+    assert set(results["model_decoder"]["levels"]) == set(results["levels"]), "the model's decoder, side by side"
     assert_plot(tmp_path, "capacity")
 
 
@@ -179,11 +181,20 @@ def test_the_engine_benchmark_runs_each_candidate_in_its_own_process(tmp_path):
         for length in figures["lengths"].values():
             assert 0 < length["first_audio_ms"]["p50"] <= length["total_ms"]["p50"] and length["rtf"] > 0
     applied = [figures["applied"] for figures in results["candidates"].values()]
-    assert applied == [{"threads": 2, "graph": "ORT_ENABLE_ALL", "spinning": "1"}] * 2, "each ran with its options"
-    windowed, whole = ({count: length["parts"] for count, length in figures["lengths"].items()}
-                       for figures in results["candidates"].values())
+    static, split = f"kokoro-v1.0.int8.decoder{STATIC_SUFFIX}", "kokoro-v1.0.int8.decoder.onnx"
+    assert applied == [{"threads": 2, "graph": "ORT_ENABLE_ALL", "spinning": "1", "decoder": decoder}
+                       for decoder in (static, split, static)], "each ran with its options"
+    windowed, model_decoder, whole = ({count: length["parts"] for count, length in figures["lengths"].items()}
+                                      for figures in results["candidates"].values())
     assert windowed["8"] > 1 and windowed["8"] >= windowed["3"], "8 words are rendered in windows"
+    assert model_decoder == windowed, "the same windows, whichever decoder"
     assert set(whole.values()) == {1}
+    decoders = results["decoders"]
+    assert decoders["sentences"] == engine.QUICK_HELD_OUT and decoders["reference_words"] > 0
+    assert [figures["decoder"] for figures in decoders["decoders"].values()] == [split, static]
+    heard = [figures["wer"] for figures in decoders["decoders"].values()]
+    # the static decoder is heard as the model's (197 sentences: within 0.01), here within 3 words
+    assert all(heard[1][kind] <= heard[0][kind] + 3 / decoders["reference_words"] + 1e-3 for kind in heard[0]), heard
     shorter = results["shorter_first_chunk"]
     assert 0 < shorter["sentences_cut"] <= engine.QUICK_PHRASING_SENTENCES
     assert shorter["first_audio_ms"]["first_part"]["trials"] == shorter["sentences_cut"]
@@ -226,3 +237,4 @@ def test_the_engine_benchmark_runs_each_candidate_in_its_own_process(tmp_path):
     assert "| 36 / 30 / 30 |" in report, "the other window shapes are reported"
     assert "Leading silence kept by every request: 150 ms" in report and "| first speech" in report
     assert "| in windows, the rest not decoded |" in report
+    assert "| static int8 (30 generator convolutions) |" in report, "the decoders, side by side"

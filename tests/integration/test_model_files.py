@@ -33,6 +33,7 @@ def test_a_fetched_model_is_kept_only_when_its_digest_matches(file_server, tmp_p
     url, directory = file_server
     digest = hashlib.sha256((directory / "kokoro-other.onnx").read_bytes()).hexdigest()
     monkeypatch.setenv("VOICE_AGENT_CACHE", str(tmp_path))
+    monkeypatch.setenv("VOICE_AGENT_STATIC_DECODER", "0")  # its preparation is tested on its own
 
     assert cli(["prepare-model", "--model-url", f"{url}/kokoro-other.onnx", "--model-sha256", "0" * 64]) == 1
     assert "expected " + "0" * 64 in capsys.readouterr().err
@@ -56,7 +57,7 @@ def test_the_engine_serves_the_model_named_in_the_environment_and_logs_its_provi
     monkeypatch.setenv("VOICE_AGENT_CACHE", str(tmp_path))
     monkeypatch.setenv(MODEL_FILE_ENV, str(directory / "kokoro-other.onnx"))
     with caplog.at_level(logging.INFO, logger="tts_server.engine"):
-        engine = KokoroEngine.load(threads=1)
+        engine = KokoroEngine.load(threads=1, static_decoder=False)
     assert engine.provider == "CPUExecutionProvider"  # this machine's onnxruntime has no CUDA
     # Served with its durations added (it is the same export as the packaged model), so it times words.
     assert "engine: kokoro-other.timed.onnx on CPUExecutionProvider (available: " in caplog.text
@@ -67,7 +68,7 @@ def test_the_engine_serves_the_model_named_in_the_environment_and_logs_its_provi
     link.symlink_to(directory / "kokoro-other.onnx")
     monkeypatch.setenv(MODEL_FILE_ENV, str(link))
     with caplog.at_level(logging.INFO, logger="tts_server.engine"):
-        assert KokoroEngine.load(threads=1).timed
+        assert KokoroEngine.load(threads=1, static_decoder=False).timed
     assert not (tmp_path / "served.timed.onnx").exists(), "the link is followed to the file it names"
 
     monkeypatch.setenv(MODEL_FILE_ENV, str(directory / "absent.onnx"))

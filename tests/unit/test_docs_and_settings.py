@@ -40,6 +40,8 @@ def test_settings_come_from_their_variables_and_an_unset_or_empty_one_means_the_
     assert from_env(ServerSettings, {"VOICE_AGENT_MAX_SESSIONS": "3"}).max_sessions == 3
     assert [from_env(ServerSettings, {"VOICE_AGENT_LEAD_MS": value}).lead_ms for value in ("", "0", "75", "Model")] \
         == [150, 0, 75, None]
+    assert [from_env(ServerSettings, {"VOICE_AGENT_STATIC_DECODER": value}).static_decoder
+            for value in ("", "0", "1")] == [True, False, True]
 
 
 @pytest.mark.parametrize(("cls", "variable", "value"), [

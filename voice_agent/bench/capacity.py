@@ -7,8 +7,9 @@ levels off once the cores are busy and time to first audio grows with the queue;
 throughput stops growing is where this machine saturates.
 
 Each answer asks for its first request in windows, as the agent does (``tts_server.rendering``);
-when the benchmark starts its own servers it also measures one that renders every request whole
-(``--windows 0``), side by side.
+when the benchmark starts its own servers it also measures, side by side, one that renders every
+request whole (``--windows 0``) and one that runs the model's own decoder instead of its statically
+quantized form (``--static-decoder 0``, ``tts_server.static_decoder``).
 """
 
 from __future__ import annotations
@@ -64,6 +65,12 @@ async def measure(url: str, trials: int, levels: tuple[int, ...] = LEVELS) -> di
     return {"levels": results, "saturates_at": int(saturated), "machine": platform.platform(), "trials": trials}
 
 
+VARIANTS = {"whole": (["--windows", "0"], "The same server rendering every request whole (`--windows 0`)"),
+            "model_decoder": (["--static-decoder", "0"], "The server running the model's own decoder, dynamically "
+                                                         "quantized (`--static-decoder 0`)")}
+"""The other servers a run that starts its own measures: options, and how the report names them."""
+
+
 def _table(results: dict[str, Any]) -> list[str]:
     rows = ["| sessions | first audio p50 / p95 | session RTF p50 / p95 | audio s per s (server) |",
             "|---|---|---|---|"]
@@ -78,8 +85,9 @@ def markdown(results: dict[str, Any]) -> str:
     lines = [f"{results['trials']} trial(s) per level; {results['machine']}.", "",
              "Each answer's first request rendered in windows (the server's default):", "",
              *_table(results)]
-    if "whole" in results:
-        lines += ["", "The same server rendering every request whole (`--windows 0`):", "", *_table(results["whole"])]
+    for variant, (_, title) in VARIANTS.items():
+        if variant in results:
+            lines += ["", f"{title}:", "", *_table(results[variant])]
     return "\n".join(lines)
 
 
@@ -94,8 +102,9 @@ def main(out_dir: Path, trials: int = 2, tts_url: str | None = None, quick: bool
     else:
         with servers.running(servers.start_tts_server(progress=print)) as server:
             results = asyncio.run(measure(server.ws_url, trials, levels))
-        with servers.running(servers.start_tts_server(progress=print, extra_args=["--windows", "0"])) as server:
-            whole = asyncio.run(measure(server.ws_url, trials, levels))
-        results["whole"] = {"levels": whole["levels"], "saturates_at": whole["saturates_at"]}
+        for variant, (options, _) in VARIANTS.items():
+            with servers.running(servers.start_tts_server(progress=print, extra_args=options)) as server:
+                other = asyncio.run(measure(server.ws_url, trials, levels))
+            results[variant] = {"levels": other["levels"], "saturates_at": other["saturates_at"]}
     write_results(out_dir, "capacity", results, markdown(results), plots.capacity)
     return results

@@ -2,12 +2,14 @@
 to 16 words, the time from the text to the first audio byte (G2P, then the model), the total
 inference time and the real-time factor; per candidate, its start-up time (model load and warm-up)
 and peak memory. Then where the engine spends the time, prediction or decoder, and what rendering in
-windows costs (``rendering``), and the shorter-first-chunk lever and its cost (``phrasing``).
+windows costs (``rendering``), the shorter-first-chunk lever and its cost (``phrasing``), and the
+model's own decoder against its statically quantized form, speed and word error rate (``decoders``).
 
 Each candidate runs in its own process, one after another, so its start-up and peak resident memory
 are its own and no two compete for the cores; a full run makes two rounds, the candidates forward
 then backward, so none always runs first (on a machine whose speed drifts, order alone ranked
-them). The candidates: rendering the chunk in windows or whole, and ONNX Runtime session options
+them). The candidates: rendering the chunk in windows or whole, with the static decoder or the
+model's own, and ONNX Runtime session options
 (threads, whether worker threads spin between operators, the graph optimisation level). The text
 is the Harvard sentences' opening words (``harvard.SENTENCES``), cut to each length.
 """
@@ -29,18 +31,22 @@ from voice_agent.bench.tts import summarize
 
 WORD_COUNTS = (3, 4, 6, 8, 12, 16)
 QUICK_WORD_COUNTS = (3, 8)
+SERVED = {"threads": 2, "spinning": True, "graph": "all", "static_decoder": True}
 CANDIDATES: dict[str, dict[str, Any]] = {
-    "in windows (2 threads, spinning, all graph optimisations)": {"threads": 2, "spinning": True, "graph": "all",
-                                                                   "windowed": True},
-    "whole (the same options)": {"threads": 2, "spinning": True, "graph": "all", "windowed": False},
-    "whole, 1 thread": {"threads": 1, "spinning": True, "graph": "all", "windowed": False},
-    "whole, no spinning": {"threads": 2, "spinning": False, "graph": "all", "windowed": False},
-    "whole, extended graph optimisations": {"threads": 2, "spinning": True, "graph": "extended", "windowed": False},
-    "whole, basic graph optimisations": {"threads": 2, "spinning": True, "graph": "basic", "windowed": False},
+    "in windows (2 threads, spinning, all graph optimisations, static decoder)": {**SERVED, "windowed": True},
+    "in windows, the model's own decoder": {**SERVED, "static_decoder": False, "windowed": True},
+    "whole (the same options)": {**SERVED, "windowed": False},
+    "whole, the model's own decoder": {**SERVED, "static_decoder": False, "windowed": False},
+    "whole, 1 thread": {**SERVED, "threads": 1, "windowed": False},
+    "whole, no spinning": {**SERVED, "spinning": False, "windowed": False},
+    "whole, extended graph optimisations": {**SERVED, "graph": "extended", "windowed": False},
+    "whole, basic graph optimisations": {**SERVED, "graph": "basic", "windowed": False},
 }
-"""The first is what the server does with a request its listener waits for; the second renders it
-whole, as every request was before; each other changes one session option from the second."""
-QUICK_CANDIDATES = 2
+"""The first is what the server does with a request its listener waits for; the second runs the
+model's own (dynamically quantized) decoder instead of its static form (``tts_server.static_decoder``);
+the third and fourth render whole, as the server does every other request; each other changes one
+session option from the third."""
+QUICK_CANDIDATES = 3
 ROUNDS = 2
 """Passes over the candidates (alternating their order) in a full run."""
 WORKER_TIMEOUT = 900.0
@@ -59,7 +65,8 @@ def run_candidate(options: dict[str, Any], word_counts: tuple[int, ...], trials:
 
     started = time.perf_counter()
     engine = KokoroEngine.load(options=session_options(options["threads"], spinning=options["spinning"],
-                                                       graph=options["graph"]))
+                                                       graph=options["graph"]),
+                               static_decoder=options["static_decoder"])
     engine.warm_up()
     startup_ms = (time.perf_counter() - started) * 1000
     lengths = {}
@@ -78,7 +85,8 @@ def run_candidate(options: dict[str, Any], word_counts: tuple[int, ...], trials:
     applied = engine.options
     return {"options": options, "applied": {
         "threads": applied.intra_op_num_threads, "graph": applied.graph_optimization_level.name,
-        "spinning": applied.get_session_config_entry("session.intra_op.allow_spinning")},
+        "spinning": applied.get_session_config_entry("session.intra_op.allow_spinning"),
+        "decoder": engine.decoder_path.name if engine.decoder_path else None},
         "startup_ms": startup_ms, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "lengths": lengths}
 
@@ -144,7 +152,7 @@ QUICK_HELD_OUT = 3
 
 def main(out_dir: Path, trials: int = 3, quick: bool = False) -> dict[str, Any]:
     from tts_server.engine import KokoroEngine
-    from voice_agent.bench import phrasing, rendering
+    from voice_agent.bench import decoders, phrasing, rendering
     from voice_agent.bench.hearing import recogniser
 
     candidates = dict(list(CANDIDATES.items())[:QUICK_CANDIDATES]) if quick else CANDIDATES
@@ -159,8 +167,10 @@ def main(out_dir: Path, trials: int = 3, quick: bool = False) -> dict[str, Any]:
                                              rendering.SHAPES[:1] if quick else rendering.SHAPES,
                                              harvard.HELD_OUT[:QUICK_HELD_OUT] if quick else harvard.HELD_OUT)
     results["shorter_first_chunk"] = phrasing.measure(today, model, sentences)
+    results["decoders"] = decoders.measure(model, harvard.SENTENCES[:QUICK_HELD_OUT] if quick
+                                           else harvard.SENTENCES + harvard.HELD_OUT)
     reports = [markdown(results), rendering.markdown(results["rendering"]),
-               phrasing.markdown(results["shorter_first_chunk"])]
+               phrasing.markdown(results["shorter_first_chunk"]), decoders.markdown(results["decoders"])]
     write_results(out_dir, "engine", results, "\n\n".join(reports))
     return results
 
