@@ -51,7 +51,7 @@ def add_serve_command(commands: argparse._SubParsersAction, name: str, help_text
 
 
 def _prepare_model(args: argparse.Namespace) -> int:
-    from tts_server.engine import load_voices
+    from tts_server.engine import KokoroEngine, load_voices
     from tts_server.model_files import (
         ModelFileError,
         NoDurations,
@@ -66,9 +66,8 @@ def _prepare_model(args: argparse.Namespace) -> int:
         print(f"model ready: {timed}")
         parts = ", ".join(path.name for path in split_at_decoder(timed))
         print(f"split at its decoder (to render in windows): {parts}")
-        if ServerSettings.from_env().static_decoder:
-            from tts_server.engine import KokoroEngine
-
+        if ServerSettings.from_env().static_decoder and not (args.model_url or args.voices_url):
+            # (a call that fetches another file is the image build's later step: the first prepared it)
             engine = KokoroEngine(timed, load_voices(), default_voice=DEFAULT_VOICE, static_decoder=True)
             print(f"decoder: {engine.decoder_path.name if engine.decoder_path else 'not split'}")
         for kind in ("model", "voices"):
@@ -90,7 +89,8 @@ def _prepare_model(args: argparse.Namespace) -> int:
 
 
 def add_prepare_model_command(commands: argparse._SubParsersAction) -> None:
-    prepare = commands.add_parser("prepare-model", help="assemble and verify the Kokoro model in the cache")
+    prepare = commands.add_parser("prepare-model",
+                                  help="assemble and verify the Kokoro model in the cache and prepare its decoder")
     prepare.add_argument("--model-url", help="also fetch another Kokoro ONNX model (the GPU image's full-precision "
                                              "kokoro-v1.0.onnx) into the cache; serve it with $VOICE_AGENT_MODEL_FILE")
     prepare.add_argument("--model-sha256", help="the SHA-256 the fetched model must have")

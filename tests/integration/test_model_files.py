@@ -33,7 +33,6 @@ def test_a_fetched_model_is_kept_only_when_its_digest_matches(file_server, tmp_p
     url, directory = file_server
     digest = hashlib.sha256((directory / "kokoro-other.onnx").read_bytes()).hexdigest()
     monkeypatch.setenv("VOICE_AGENT_CACHE", str(tmp_path))
-    monkeypatch.setenv("VOICE_AGENT_STATIC_DECODER", "0")  # its preparation is tested on its own
 
     assert cli(["prepare-model", "--model-url", f"{url}/kokoro-other.onnx", "--model-sha256", "0" * 64]) == 1
     assert "expected " + "0" * 64 in capsys.readouterr().err
