@@ -178,16 +178,16 @@ class KokoroEngine:
         """The decoder quantized statically (``tts_server.static_decoder``), prepared once: its ranges
         measured on the inputs the renderer gives it for the calibration text in the calibration
         voice. The decoder as it is where that cannot be (another export, a cache not writable)."""
-        renderer = Renderer(prediction, None, phase, lead_frames=self.lead_frames)
-        style = load_voices()[CALIBRATION_VOICE]
 
-        def calibration() -> Iterator[dict[str, np.ndarray]]:
+        def calibration() -> Iterator[dict[str, np.ndarray]]:  # run only when the file is not prepared yet
+            renderer = Renderer(prediction, None, phase, lead_frames=self.lead_frames)
+            style = load_voices()[CALIBRATION_VOICE]
             for text in CALIBRATION_TEXT:
                 for phonemes in split_phonemes(self._known(self._g2p(text))):
                     feeds = model_inputs([self._vocab[symbol] for symbol in phonemes], style)
                     for windowed in (True, False):
-                        prediction = renderer.predict(feeds, windowed=windowed)  # type: ignore[arg-type]
-                        yield from (inputs for *_, inputs in renderer.windows(prediction, windowed=windowed))
+                        predicted = renderer.predict(feeds, windowed=windowed)  # type: ignore[arg-type]
+                        yield from (inputs for *_, inputs in renderer.windows(predicted, windowed=windowed))
         try:
             return prepare_static(decoder, static_path(decoder), calibration)
         except (NotQuantizable, OSError) as exc:

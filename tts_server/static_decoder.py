@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tts_server.model_files import ModelFileError, _write_verified
+from tts_server.model_files import ModelFileError, write_verified
 from tts_server.settings import DEFAULT_VOICE
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,8 @@ def float_convs(model, prefixes: tuple[str, ...] = ("",)) -> int:  # noqa: ANN00
     converted, replaced = 0, set()
     for node in [node for node in graph.node if node.op_type == "ConvInteger" and node.name.startswith(prefixes)]:
         # With a bias: ConvInteger -> Add (the bias quantized at run time) -> Cast -> Mul; without: no Add.
-        add = readers[node.output[0]][0] if readers.get(node.output[0], [None])[0].op_type == "Add" else None
+        first = readers.get(node.output[0], [])
+        add = first[0] if len(first) == 1 and first[0].op_type == "Add" else None
         cast = _only_reader(readers, (add or node).output[0], "Cast")
         scale = _only_reader(readers, cast.output[0], "Mul")
         weight = (value(node.input[1]).astype(np.float32) - value(node.input[3]).astype(np.float32)) \
@@ -118,7 +119,6 @@ def float_convs(model, prefixes: tuple[str, ...] = ("",)) -> int:  # noqa: ANN00
         graph.initializer.append(numpy_helper.from_array(weight.astype(np.float32), weight_name))
         inputs = [producer[node.input[0]].input[0], weight_name]
         if add is not None:
-            _only_reader(readers, node.output[0], "Add")
             inputs.append(_bias_divide(producer, add).input[0])
         conv = onnx.helper.make_node("Conv", inputs, [scale.output[0]], name=node.name.removesuffix("_quant"))
         conv.attribute.extend(attribute for attribute in node.attribute if attribute.name != "auto_pad")
@@ -209,7 +209,7 @@ def prepare(decoder: Path, target: Path, calibration: Callable[[], Iterable[dict
                         calibrate_method=CalibrationMethod.MinMax)
         data = quantized.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
-    _write_verified(target, [data], digest, lambda found, size: (
+    write_verified(target, [data], digest, lambda found, size: (
         f"{target.name}: {size} bytes written with sha256 {found}, not the graph quantized"))
     say(f"model: {len(names)} decoder convolutions quantized statically, sha256 {digest[:12]}..., saved to {target}")
     return target
