@@ -17,17 +17,17 @@ DECODERS = {"dynamic int8 (the model's own)": False, "static int8 (30 generator 
 def measure(model: Any, sentences: list[str], threads: int = 2) -> dict[str, Any]:
     from tts_server.engine import KokoroEngine
     from voice_agent.bench.hearing import words
-    from voice_agent.bench.rendering import _heard, _rendered
+    from voice_agent.bench.rendering import render_timed, wer_heard
 
     engines = {name: KokoroEngine.load(threads=threads, static_decoder=static) for name, static in DECODERS.items()}
     references = [words(sentence) for sentence in sentences]
-    wer = _heard(model, references)
+    wer = wer_heard(model, references)
     renders: dict[str, dict[str, list[Any]]] = {name: {"whole": [], "windows": []} for name in engines}
     for sentence in sentences:
         for name, engine in engines.items():
             feeds = engine.feeds(engine.phonemize(sentence)[0].phonemes, engine.default_voice)
-            renders[name]["whole"].append(_rendered(engine.renderer, feeds, context=False, windowed=False))
-            renders[name]["windows"].append(_rendered(engine.renderer, feeds))
+            renders[name]["whole"].append(render_timed(engine.renderer, feeds, context=False, windowed=False))
+            renders[name]["windows"].append(render_timed(engine.renderer, feeds))
     results = {}
     for name, rendered in renders.items():
         results[name] = {"decoder": engines[name].decoder_path.name,  # type: ignore[union-attr]

@@ -84,7 +84,7 @@ Rendered = tuple[np.ndarray, list[int], float]
 """An utterance rendered: its audio, its parts' sizes, ms to its first part."""
 
 
-def _rendered(renderer: Any, feeds: dict[str, np.ndarray], shape: Shape = SHAPE, *, trim: bool = True,
+def render_timed(renderer: Any, feeds: dict[str, np.ndarray], shape: Shape = SHAPE, *, trim: bool = True,
               context: bool = True, windowed: bool = True) -> Rendered:
     """One utterance predicted (``trim``: keeping ``LEAD_MS`` of its leading silence; ``context``:
     the rest decoded as context) and rendered (``windowed``: in windows of ``shape``); by default as
@@ -102,10 +102,10 @@ LEAD_VARIANTS = {"in windows, the rest decoded as context (the server)": (True, 
                  "in windows, the rest not decoded": (True, False, True),
                  "whole, 150 ms (the server)": (True, False, False),
                  "whole, the model's silence": (False, False, False)}
-"""Where the leading silence goes: ``_rendered``'s ``trim``, ``context``, ``windowed``."""
+"""Where the leading silence goes: ``render_timed``'s ``trim``, ``context``, ``windowed``."""
 
 
-def _heard(model: Any, references: list[list[str]]) -> Callable[[list[np.ndarray]], float]:
+def wer_heard(model: Any, references: list[list[str]]) -> Callable[[list[np.ndarray]], float]:
     """The word error rate the recogniser ``model`` hears in renders of ``references``."""
     from tts_server.engine import float_to_pcm16
     from voice_agent.bench.hearing import transcribe, word_errors, words
@@ -126,9 +126,9 @@ def lead_variants(engine: Any, model: Any, sentences: list[str]) -> dict[str, An
 
     feeds = [engine.feeds(engine.phonemize(sentence)[0].phonemes, engine.default_voice) for sentence in sentences]
     references = [words(sentence) for sentence in sentences]
-    wer, variants = _heard(model, references), {}
+    wer, variants = wer_heard(model, references), {}
     for name, (trim, context, windowed) in LEAD_VARIANTS.items():
-        rendered = [_rendered(engine.renderer, fed, trim=trim, context=context, windowed=windowed) for fed in feeds]
+        rendered = [render_timed(engine.renderer, fed, trim=trim, context=context, windowed=windowed) for fed in feeds]
         variants[name] = {"first_part_ms": summarize([first for _, _, first in rendered]),
                           "first_speech_ms": summarize([first + onset_ms(audio) for audio, _, first in rendered]),
                           "wer": wer([audio for audio, _, _ in rendered])}
@@ -180,10 +180,10 @@ def seams(engine: Any, model: Any, sentences: list[str], shapes: tuple[Shape, ..
     renderer = engine.renderer
     feeds = [engine.feeds(engine.phonemize(sentence)[0].phonemes, engine.default_voice) for sentence in sentences]
     references = [words(sentence) for sentence in sentences]
-    reference_words, wer = sum(map(len, references)), _heard(model, references)
+    reference_words, wer = sum(map(len, references)), wer_heard(model, references)
 
     def rendered_whole(trim: bool) -> tuple[Any, ...]:  # audios, sizes, ms; the server's or the model's
-        return tuple(zip(*(_rendered(renderer, fed, trim=trim, context=False, windowed=False) for fed in feeds),
+        return tuple(zip(*(render_timed(renderer, fed, trim=trim, context=False, windowed=False) for fed in feeds),
                          strict=True))
 
     (wholes, _, whole_ms), (models, _, model_ms) = rendered_whole(True), rendered_whole(False)
@@ -194,7 +194,7 @@ def seams(engine: Any, model: Any, sentences: list[str], shapes: tuple[Shape, ..
                 "first_part_ms": summarize([first for _, _, first in rendered]),
                 "distance_db": round(float(np.mean(distances)), 2), "wer": wer([audio for audio, _, _ in rendered])}
 
-    rendered = [_rendered(renderer, fed, SHAPE) for fed in feeds]
+    rendered = [render_timed(renderer, fed, SHAPE) for fed in feeds]
     server = figures("server", SHAPE, rendered)
     speech = {"windows": summarize([first + onset_ms(audio) for audio, _, first in rendered]),
               "whole": summarize([ms + onset_ms(audio) for audio, ms in zip(wholes, whole_ms, strict=True)])}
@@ -203,7 +203,7 @@ def seams(engine: Any, model: Any, sentences: list[str], shapes: tuple[Shape, ..
             "windows": summarize([len(sizes) for _, sizes, _ in rendered]), **_joins(rendered, wholes),
             "wer": {"whole": wer(wholes), "windows": server["wer"]}, "lead": _lead(wholes, models, model_ms, wer),
             "shapes": [server, *(figures(f"{shape.first} / {shape.left} / {shape.right}", shape,
-                                         [_rendered(renderer, fed, shape) for fed in feeds]) for shape in shapes)]}
+                                         [render_timed(renderer, fed, shape) for fed in feeds]) for shape in shapes)]}
 
 
 def markdown(results: dict[str, Any]) -> str:
