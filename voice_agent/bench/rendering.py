@@ -85,7 +85,7 @@ Rendered = tuple[np.ndarray, list[int], float]
 
 
 def render_timed(renderer: Any, feeds: dict[str, np.ndarray], shape: Shape = SHAPE, *, trim: bool = True,
-              context: bool = True, windowed: bool = True) -> Rendered:
+                 context: bool = True, windowed: bool = True) -> Rendered:
     """One utterance predicted (``trim``: keeping ``LEAD_MS`` of its leading silence; ``context``:
     the rest decoded as context) and rendered (``windowed``: in windows of ``shape``); by default as
     the server renders a request a listener waits for."""
