@@ -53,7 +53,7 @@ def _is_verified(model: Path) -> bool:
 
 
 def write_verified(target: Path, blocks: Iterable[bytes], sha256: str,
-                    mismatch: Callable[[str, int], str]) -> int:
+                   mismatch: Callable[[str, int], str]) -> int:
     """Write ``blocks`` to a private temporary file beside ``target`` while hashing them; rename it
     into place and record its digest only when the SHA-256 is ``sha256`` (else ``mismatch(digest,
     bytes)`` is the error). Safe from several processes at once. Returns the bytes written."""
